@@ -1,0 +1,74 @@
+import { formatDuration } from './duration.js'
+import { formatSize } from './size.js'
+import type { Config } from './types.js'
+
+/**
+ * Dotted keys whose values `describeConfig` prints as "[redacted]". No config key holds a
+ * secret today (keys and hashes live in the store); add a key here the day one does.
+ */
+const SECRET_KEYS: readonly string[] = []
+
+/**
+ * The effective config in TOML key shape (snake_case, durations like "15m", sizes like "16kb",
+ * rates as written), for `authd check-config`. server.public_url is always present (derived or
+ * set) and store.path is absolute. --dev is a flag, not a key, so it is not included.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const { server, tokens, sessions, cookie, passwords, rateLimit } = config
+  const described = {
+    server: {
+      host: server.host,
+      port: server.port,
+      trust_proxy: [...server.trustProxy],
+      body_limit: formatSize(server.bodyLimit),
+      public_url: server.publicUrl,
+    },
+    store: { path: config.store.path },
+    tokens: {
+      algorithm: tokens.algorithm,
+      access_ttl: formatDuration(tokens.accessTtlMs),
+      issuer: tokens.issuer,
+      audience: tokens.audience,
+      clock_tolerance: formatDuration(tokens.clockToleranceMs),
+    },
+    sessions: {
+      idle_ttl: formatDuration(sessions.idleTtlMs),
+      absolute_ttl: formatDuration(sessions.absoluteTtlMs),
+      reuse_grace: formatDuration(sessions.reuseGraceMs),
+    },
+    cookie: { name: cookie.name, secure: cookie.secure, same_site: cookie.sameSite, path: cookie.path },
+    cors: { origins: [...config.cors.origins] },
+    passwords: {
+      min_length: passwords.minLength,
+      max_length: passwords.maxLength,
+      memory_kib: passwords.memoryKib,
+      time_cost: passwords.timeCost,
+      parallelism: passwords.parallelism,
+    },
+    rate_limit: {
+      login: {
+        per_ip_email: rateLimit.login.perIpEmail.text,
+        per_email: rateLimit.login.perEmail.text,
+        per_ip: rateLimit.login.perIp.text,
+      },
+      register: { per_ip: rateLimit.register.perIp.text },
+      refresh: { per_ip: rateLimit.refresh.perIp.text },
+      max_keys: rateLimit.maxKeys,
+    },
+    registration: { enabled: config.registration.enabled },
+    log: { level: config.log.level },
+    metrics: { enabled: config.metrics.enabled },
+  }
+  return redact(described, '')
+}
+
+function redact(table: Record<string, unknown>, prefix: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(table)) {
+    const path = prefix === '' ? key : `${prefix}.${key}`
+    if (SECRET_KEYS.includes(path)) out[key] = '[redacted]'
+    else if (typeof value === 'object' && value !== null && !Array.isArray(value)) out[key] = redact(value as Record<string, unknown>, path)
+    else out[key] = value
+  }
+  return out
+}

@@ -1,0 +1,36 @@
+import { ConfigError, showValue } from './config-error.js'
+import { isKeyPath, isTablePath, type KeyPath } from './keys.js'
+
+/** A value and where it came from, as a phrase for messages: "in /etc/authd/auth.toml",
+ * "from AUTHD_SERVER_PORT", "from --port", "by default". */
+export interface Entry {
+  value: unknown
+  source: string
+}
+
+/** One source of settings (defaults, file, environment or flags), keyed by dotted path. */
+export type Layer = Map<KeyPath, Entry>
+
+export function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date)
+}
+
+/** Flattens a TOML-shaped table into a layer; an unknown key at any depth is a ConfigError. */
+export function flattenTable(table: object, source: string): Layer {
+  const layer: Layer = new Map()
+  const walk = (node: object, prefix: string): void => {
+    for (const [key, value] of Object.entries(node)) {
+      const path = prefix === '' ? key : `${prefix}.${key}`
+      if (isKeyPath(path)) {
+        layer.set(path, { value, source })
+      } else if (isTablePath(path)) {
+        if (!isTable(value)) throw new ConfigError(`config: ${path} must be a table (got ${showValue(value)} ${source})`, path)
+        walk(value, path)
+      } else {
+        throw new ConfigError(`config: unknown key "${path}" (${source})`, path)
+      }
+    }
+  }
+  walk(table, '')
+  return layer
+}

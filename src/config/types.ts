@@ -1,0 +1,47 @@
+/** A rate limit: at most `count` events in any sliding window of `windowMs`. */
+export interface RateRule {
+  count: number
+  windowMs: number
+  /** the configured text, e.g. "5/15m", for printing */
+  text: string
+}
+
+export type Algorithm = 'ES256' | 'RS256'
+export type SameSite = 'Strict' | 'Lax' | 'None'
+
+/** The validated, typed configuration. Inner code trusts it and never re-checks. */
+export interface Config {
+  server: {
+    host: string
+    port: number
+    /** CIDRs, validated, as written; a bare IP is given its /32 or /128 */
+    trustProxy: string[]
+    /** bytes */
+    bodyLimit: number
+    /** absolute URL; defaults to http://<host>:<port> */
+    publicUrl: string
+  }
+  store: { path: string }
+  tokens: {
+    algorithm: Algorithm
+    accessTtlMs: number
+    issuer: string
+    audience: string
+    clockToleranceMs: number
+  }
+  sessions: { idleTtlMs: number; absoluteTtlMs: number; reuseGraceMs: number }
+  cookie: { name: string; secure: boolean; sameSite: SameSite; path: string }
+  cors: { origins: string[] }
+  passwords: { minLength: number; maxLength: number; memoryKib: number; timeCost: number; parallelism: number }
+  rateLimit: {
+    login: { perIpEmail: RateRule; perEmail: RateRule; perIp: RateRule }
+    register: { perIp: RateRule }
+    refresh: { perIp: RateRule }
+    maxKeys: number
+  }
+  registration: { enabled: boolean }
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' }
+  metrics: { enabled: boolean }
+  /** --dev: plain-HTTP laptop mode */
+  dev: boolean
+}

@@ -1,0 +1,197 @@
+import { isIP } from 'node:net'
+import { resolve } from 'node:path'
+import ipaddr from 'ipaddr.js'
+import { ConfigError, showValue } from './config-error.js'
+import { derivePublicUrl } from './defaults.js'
+import { parseDuration } from './duration.js'
+import type { KeyPath } from './keys.js'
+import type { Entry, Layer } from './layer.js'
+import { parseRate } from './rate.js'
+import { parseSize } from './size.js'
+import type { Config, RateRule } from './types.js'
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/
+// RFC 6265 cookie-name: an RFC 7230 token
+const COOKIE_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+// visible ASCII except ";" (it would end the attribute)
+const COOKIE_PATH = /^\/[\x21-\x3A\x3C-\x7E]*$/
+
+/**
+ * Checks every effective value and builds the typed Config. `layer` holds every key (defaults
+ * merged under the other sources) except possibly server.public_url. Throws ConfigError naming
+ * the key, the value and where it came from.
+ */
+export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }): Config {
+  const entry = (path: KeyPath): Entry => {
+    const found = layer.get(path)
+    if (found === undefined) throw new Error(`config: ${path} has no value, not even a default`)
+    return found
+  }
+  const fail = (path: string, problem: string, at: Entry, value: unknown = at.value): never => {
+    throw new ConfigError(`config: ${path} ${problem} (got ${showValue(value)} ${at.source})`, path)
+  }
+
+  const string = (path: KeyPath, problem = 'must be a non-empty string', ok = (_: string) => true): string => {
+    const at = entry(path)
+    if (typeof at.value !== 'string' || at.value === '' || !ok(at.value)) return fail(path, problem, at)
+    return at.value
+  }
+  const integer = (path: KeyPath, min: number, max = Number.MAX_SAFE_INTEGER): number => {
+    const at = entry(path)
+    const { value } = at
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
+      return fail(path, max === Number.MAX_SAFE_INTEGER ? `must be an integer >= ${min}` : `must be an integer ${min}-${max}`, at)
+    }
+    return value
+  }
+  const boolean = (path: KeyPath): boolean => {
+    const at = entry(path)
+    return typeof at.value === 'boolean' ? at.value : fail(path, 'must be true or false', at)
+  }
+  const oneOf = <T extends string>(path: KeyPath, options: readonly T[]): T => {
+    const at = entry(path)
+    return options.includes(at.value as T) ? (at.value as T) : fail(path, `must be one of ${options.join(', ')}`, at)
+  }
+  const parsed = <T>(path: KeyPath, parse: (text: string) => T, problem: string): T => {
+    const at = entry(path)
+    try {
+      if (typeof at.value === 'string') return parse(at.value)
+    } catch {}
+    return fail(path, problem, at)
+  }
+  const duration = (path: KeyPath, { allowZero = false } = {}): number => {
+    const ms = parsed(path, parseDuration, 'must be a duration like "15m" (an integer followed by ms, s, m, h or d)')
+    return ms === 0 && !allowZero ? fail(path, 'must be a duration greater than 0', entry(path)) : ms
+  }
+  const size = (path: KeyPath): number => {
+    const bytes = parsed(path, parseSize, 'must be a size like "16kb" (an integer followed by b, kb, mb or gb)')
+    return bytes === 0 ? fail(path, 'must be a size greater than 0', entry(path)) : bytes
+  }
+  const rate = (path: KeyPath): RateRule =>
+    parsed(path, parseRate, 'must be a rate "<count>/<duration>" with count >= 1, e.g. "5/15m"')
+  const list = (path: KeyPath, problem: string, normalise: (item: string) => string | null): string[] => {
+    const at = entry(path)
+    if (!Array.isArray(at.value)) return fail(path, 'must be a list of strings', at)
+    return at.value.map((item: unknown) => {
+      const normalised = typeof item === 'string' ? normalise(item) : null
+      return normalised ?? fail(path, problem, at, item)
+    })
+  }
+
+  const host = string('server.host', 'must be an IP address or host name', (h) => isIP(h) !== 0 || HOSTNAME.test(h))
+  const port = integer('server.port', 0, 65535)
+  const publicUrlEntry = layer.get('server.public_url')
+  const publicUrl =
+    publicUrlEntry === undefined
+      ? derivePublicUrl(host, port)
+      : string('server.public_url', 'must be an absolute http(s) URL without credentials', isPublicUrl)
+
+  const secure = boolean('cookie.secure')
+  const sameSite = oneOf('cookie.same_site', ['Strict', 'Lax', 'None'] as const)
+  const cookiePath = string('cookie.path', 'must start with "/" and hold no spaces, ";" or control characters', (p) =>
+    COOKIE_PATH.test(p),
+  )
+  const cookieName = string('cookie.name', 'must be a cookie name (letters, digits and !#$%&\'*+-.^_`|~)', (n) =>
+    COOKIE_TOKEN.test(n),
+  )
+  // Browsers drop a __Secure- / __Host- cookie that lacks Secure (and __Host- also needs Path=/),
+  // which would silently break refresh.
+  if (/^__(secure|host)-/i.test(cookieName) && !secure) {
+    fail('cookie.name', 'with a __Secure- or __Host- prefix requires cookie.secure = true (with --dev, leave cookie.name unset)', entry('cookie.name'))
+  }
+  if (/^__host-/i.test(cookieName) && cookiePath !== '/') {
+    fail('cookie.path', `must be "/" for a __Host- cookie name (${cookieName})`, entry('cookie.path'))
+  }
+  if (sameSite === 'None' && !secure) {
+    fail('cookie.same_site', 'None requires cookie.secure = true (browsers reject SameSite=None without Secure)', entry('cookie.same_site'))
+  }
+
+  const minLength = integer('passwords.min_length', 1, 4096)
+  const maxLength = integer('passwords.max_length', 1, 4096)
+  if (maxLength < minLength) {
+    fail('passwords.max_length', `must be >= passwords.min_length (${minLength})`, entry('passwords.max_length'))
+  }
+
+  return {
+    server: {
+      host,
+      port,
+      trustProxy: list('server.trust_proxy', 'entries must be IP addresses or CIDRs like "10.0.0.0/8"', normaliseCidr),
+      bodyLimit: size('server.body_limit'),
+      publicUrl,
+    },
+    store: { path: resolve(options.cwd, string('store.path')) },
+    tokens: {
+      algorithm: oneOf('tokens.algorithm', ['ES256', 'RS256'] as const),
+      accessTtlMs: duration('tokens.access_ttl'),
+      issuer: string('tokens.issuer'),
+      audience: string('tokens.audience'),
+      clockToleranceMs: duration('tokens.clock_tolerance', { allowZero: true }),
+    },
+    sessions: {
+      idleTtlMs: duration('sessions.idle_ttl'),
+      absoluteTtlMs: duration('sessions.absolute_ttl'),
+      reuseGraceMs: duration('sessions.reuse_grace', { allowZero: true }),
+    },
+    cookie: { name: cookieName, secure, sameSite, path: cookiePath },
+    cors: {
+      origins: list('cors.origins', 'entries must be origins like "https://app.example.com" (scheme, host, optional port; no path)', normaliseOrigin),
+    },
+    passwords: {
+      minLength,
+      maxLength,
+      // The floor is OWASP's argon2id minimum (m=19 MiB, t=2, p=1); the caps keep a typo from
+      // making every login take seconds or exhaust memory.
+      memoryKib: integer('passwords.memory_kib', 19456, 1048576),
+      timeCost: integer('passwords.time_cost', 2, 10),
+      parallelism: integer('passwords.parallelism', 1, 16),
+    },
+    rateLimit: {
+      login: {
+        perIpEmail: rate('rate_limit.login.per_ip_email'),
+        perEmail: rate('rate_limit.login.per_email'),
+        perIp: rate('rate_limit.login.per_ip'),
+      },
+      register: { perIp: rate('rate_limit.register.per_ip') },
+      refresh: { perIp: rate('rate_limit.refresh.per_ip') },
+      maxKeys: integer('rate_limit.max_keys', 1000),
+    },
+    registration: { enabled: boolean('registration.enabled') },
+    log: { level: oneOf('log.level', LOG_LEVELS) },
+    metrics: { enabled: boolean('metrics.enabled') },
+    dev: options.dev,
+  }
+}
+
+function isPublicUrl(text: string): boolean {
+  if (!URL.canParse(text)) return false
+  const url = new URL(text)
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === ''
+}
+
+/** A CIDR as written, or a bare IP as a one-address CIDR (/32, /128); null if neither. */
+function normaliseCidr(text: string): string | null {
+  const [address, bits, ...rest] = text.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return null
+  if (bits === undefined) return `${address}/${family === 4 ? 32 : 128}`
+  if (!/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) return null
+  try {
+    ipaddr.parseCIDR(text)
+  } catch {
+    return null
+  }
+  return text
+}
+
+/** "https://App.example.com:443/" → "https://app.example.com", the form browsers send in Origin. */
+function normaliseOrigin(text: string): string | null {
+  if (!URL.canParse(text)) return null
+  const url = new URL(text)
+  const plain = url.pathname === '/' && url.search === '' && url.hash === '' && url.username === '' && url.password === ''
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !plain) return null
+  // new URL() also reads "https://a.com?" and "https://a.com#" as path "/"; refuse that junk
+  if (/[?#]/.test(text)) return null
+  return url.origin
+}

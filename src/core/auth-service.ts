@@ -1,0 +1,285 @@
+/**
+ * The use-cases: login, register, me, refresh, logout. No HTTP and no LMDB here: the HTTP layer
+ * hands in parsed input and the client's address, and turns results and AppErrors into responses.
+ */
+import type { Config } from '../config/types.js'
+import type { Store, UserRecord } from '../store/store.js'
+import type { AccessTokens } from './access-tokens.js'
+import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
+import { AppError } from './errors.js'
+import type { PasswordHasher } from './passwords.js'
+import type { PasswordPolicy } from './password-policy.js'
+import type { RateLimiter } from './rate-limiter.js'
+import { limitKey } from './rate-limiter.js'
+import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, type RefreshOutcome } from './sessions.js'
+import { newUserId } from './users.js'
+
+export interface ClientContext {
+  /** the client address, for logs and session records */
+  ip: string
+  /** the rate-limiter key of that address (IPv6 per /64) */
+  ipKey: string
+  userAgent: string
+}
+
+export interface SignedIn {
+  user: { id: string; email: string }
+  accessToken: string
+  expiresIn: number
+  refreshToken: string
+  sessionId: string
+}
+
+export type LoginOutcome = 'success' | 'unknown_user' | 'bad_password' | 'disabled' | 'invalid_input' | 'rate_limited'
+export type MeOutcome = 'success' | 'missing' | 'invalid'
+export type RefreshMetric = 'success' | 'grace' | 'missing' | 'invalid' | 'expired' | 'reuse' | 'rate_limited'
+
+/** What the use-cases report; the HTTP layer backs it with prom-client. */
+export interface AuthEvents {
+  login(outcome: LoginOutcome): void
+  me(outcome: MeOutcome): void
+  refresh(outcome: RefreshMetric): void
+  register(outcome: 'success' | 'conflict' | 'invalid' | 'disabled' | 'rate_limited'): void
+  rateLimited(limit: string): void
+}
+
+export interface Logger {
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+}
+
+export interface AuthServiceDeps {
+  config: Config
+  store: Store
+  hasher: PasswordHasher
+  policy: PasswordPolicy
+  tokens: AccessTokens
+  limiter: RateLimiter
+  /** MAC key for refresh-token successors (kept in the store apart from session records) */
+  refreshSecret: Buffer
+  now: () => number
+  log: Logger
+  events: AuthEvents
+}
+
+export interface AuthService {
+  login(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
+  register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
+  me(authorization: string | undefined): { id: string; email: string }
+  refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
+  logout(token: string | undefined, body: Record<string, unknown>, client: ClientContext): Promise<void>
+}
+
+const BEARER = /^bearer +(\S+)\s*$/i
+
+function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
+  const { email, password } = body
+  if (typeof email !== 'string' || typeof password !== 'string') return null
+  if (email.trim() === '' || password.trim() === '') return null
+  return { email, password }
+}
+
+export function createAuthService(deps: AuthServiceDeps): AuthService {
+  const { config, store, hasher, tokens, limiter, log, events } = deps
+  const rl = config.rateLimit
+  const sessionPolicy = config.sessions
+
+  async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
+    const now = deps.now()
+    const refreshToken = newRefreshToken()
+    const sessionId = newSessionId()
+    await store.createSession({
+      id: sessionId,
+      userId: user.id,
+      createdAt: now,
+      lastUsedAt: now,
+      expiresAt: now + sessionPolicy.absoluteTtlMs,
+      ip: client.ip,
+      userAgent: client.userAgent.slice(0, 256),
+      refreshHash: hashToken(refreshToken),
+      previousHash: null,
+      rotatedAt: null,
+      generation: 0,
+    })
+    const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId })
+    return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
+  }
+
+  function loginRefused(retryAfterS: number, limit: string, client: ClientContext): never {
+    events.login('rate_limited')
+    events.rateLimited(limit)
+    log.info({ event: 'login', outcome: 'rate_limited', limit, ip: client.ip }, 'login refused by rate limit')
+    throw new AppError('TOO_MANY_LOGINS', { retryAfterS })
+  }
+
+  return {
+    async login(body, client) {
+      const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp }])
+      if (!perIp.ok) loginRefused(perIp.retryAfterS, 'login.per_ip', client)
+
+      const input = credentials(body)
+      if (input === null) {
+        events.login('invalid_input')
+        log.info({ event: 'login', outcome: 'invalid_input', ip: client.ip }, 'login rejected')
+        throw new AppError('CREDENTIALS_REQUIRED')
+      }
+      const email = canonicalEmail(input.email)
+      // Counted before the hash, atomically, as a failure until proven otherwise: fifty
+      // concurrent guesses against a limit of five run exactly five hashes.
+      const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
+      const attempt = limiter.consume([
+        { key: ipEmailKey, rule: rl.login.perIpEmail },
+        { key: limitKey('login_email', email), rule: rl.login.perEmail },
+      ])
+      if (!attempt.ok) loginRefused(attempt.retryAfterS, 'login.per_email', client)
+
+      const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
+      if (user === undefined) {
+        // the dummy hash makes an unknown email cost what a wrong password costs
+        await hasher.verifyDummy(input.password)
+        events.login('unknown_user')
+        log.info({ event: 'login', outcome: 'unknown_user', ip: client.ip }, 'login failed')
+        throw new AppError('INVALID_CREDENTIALS')
+      }
+      const ok = await hasher.verify(user.passwordHash, input.password)
+      if (!ok || user.disabled) {
+        const outcome = ok ? 'disabled' : 'bad_password'
+        events.login(outcome)
+        log.info({ event: 'login', outcome, ip: client.ip, userId: user.id }, 'login failed')
+        throw new AppError('INVALID_CREDENTIALS')
+      }
+
+      limiter.release(attempt.token)
+      limiter.reset(ipEmailKey)
+      if (hasher.needsRehash(user.passwordHash)) {
+        const passwordHash = await hasher.hash(input.password)
+        await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
+      }
+      const signedIn = await startSession(user, client)
+      events.login('success')
+      log.info({ event: 'login', outcome: 'success', ip: client.ip, userId: user.id, sessionId: signedIn.sessionId }, 'login succeeded')
+      return signedIn
+    },
+
+    async register(body, client) {
+      if (!config.registration.enabled) {
+        events.register('disabled')
+        throw new AppError('REGISTRATION_DISABLED')
+      }
+      const allowed = limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp }])
+      if (!allowed.ok) {
+        events.register('rate_limited')
+        events.rateLimited('register.per_ip')
+        log.info({ event: 'register', outcome: 'rate_limited', ip: client.ip }, 'registration refused by rate limit')
+        throw new AppError('TOO_MANY_REGISTRATIONS', { retryAfterS: allowed.retryAfterS })
+      }
+      const input = credentials(body)
+      if (input === null) {
+        events.register('invalid')
+        throw new AppError('CREDENTIALS_REQUIRED')
+      }
+      const email = canonicalEmail(input.email)
+      if (!isValidEmail(email)) {
+        events.register('invalid')
+        throw new AppError('INVALID_EMAIL')
+      }
+      try {
+        deps.policy.check(input.password)
+      } catch (err) {
+        events.register('invalid')
+        throw err
+      }
+      if (store.getUserByEmail(email) !== undefined) {
+        events.register('conflict')
+        throw new AppError('EMAIL_TAKEN')
+      }
+      const now = deps.now()
+      // only these fields are taken from the request: nothing else in the body reaches the record
+      const user: UserRecord = {
+        id: newUserId(),
+        email,
+        passwordHash: await hasher.hash(input.password),
+        createdAt: now,
+        updatedAt: now,
+        disabled: false,
+      }
+      // the uniqueness check that counts is this one, inside the store's write transaction
+      if (!(await store.createUser(user))) {
+        events.register('conflict')
+        throw new AppError('EMAIL_TAKEN')
+      }
+      events.register('success')
+      log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
+      return startSession(user, client)
+    },
+
+    me(authorization) {
+      const m = authorization === undefined ? null : BEARER.exec(authorization)
+      if (m === null) {
+        events.me('missing')
+        throw new AppError('UNAUTHORIZED')
+      }
+      const claims = tokens.verify(m[1]!)
+      const session = claims === null ? undefined : store.getSession(claims.sid)
+      const user = session === undefined || session.userId !== claims!.sub ? undefined : store.getUser(session.userId)
+      if (user === undefined || user.disabled || !isLive(session!, deps.now(), sessionPolicy)) {
+        events.me('invalid')
+        throw new AppError('INVALID_ACCESS_TOKEN')
+      }
+      events.me('success')
+      return { id: user.id, email: user.email }
+    },
+
+    async refresh(token, client) {
+      const allowed = limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp }])
+      if (!allowed.ok) {
+        events.refresh('rate_limited')
+        events.rateLimited('refresh.per_ip')
+        throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
+      }
+      if (token === undefined || token === '') {
+        events.refresh('missing')
+        throw new AppError('REFRESH_REQUIRED')
+      }
+      if (!REFRESH_TOKEN.test(token)) {
+        events.refresh('invalid')
+        throw new AppError('INVALID_REFRESH_TOKEN')
+      }
+      const now = deps.now()
+      const hash = hashToken(token)
+      const outcome: RefreshOutcome = await store.refreshSession(hash, (s) =>
+        decideRefresh(s, { token, hash }, { now, secret: deps.refreshSecret, policy: sessionPolicy }),
+      )
+      if (outcome.kind === 'reuse') {
+        events.refresh('reuse')
+        log.warn({ event: 'refresh_reuse', sessionId: outcome.session.id, userId: outcome.session.userId, ip: client.ip }, 'refresh token reused: session revoked')
+      }
+      if (outcome.kind !== 'rotated' && outcome.kind !== 'grace') {
+        if (outcome.kind !== 'reuse') events.refresh(outcome.kind === 'expired' ? 'expired' : 'invalid')
+        throw new AppError('INVALID_REFRESH_TOKEN')
+      }
+      const user = store.getUser(outcome.session.userId)
+      if (user === undefined || user.disabled) {
+        events.refresh('invalid')
+        throw new AppError('INVALID_REFRESH_TOKEN')
+      }
+      const { token: accessToken, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: outcome.session.id })
+      events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
+      return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
+    },
+
+    async logout(token, body, client) {
+      if (token === undefined || !REFRESH_TOKEN.test(token)) return
+      const sid = store.findSessionIdByRefreshHash(hashToken(token))
+      const session = sid === undefined ? undefined : store.getSession(sid)
+      if (session === undefined) return
+      if (body.all === true) {
+        const n = await store.revokeUserSessions(session.userId)
+        log.info({ event: 'logout', all: true, sessions: n, userId: session.userId, ip: client.ip }, 'signed out everywhere')
+      } else {
+        await store.revokeSession(session.id)
+        log.info({ event: 'logout', sessionId: session.id, userId: session.userId, ip: client.ip }, 'signed out')
+      }
+    },
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The one registry of client-visible errors: every status and message the HTTP API can answer
+ * with lives here, and the README's error table is checked against it by a test.
+ */
+export const errorRegistry = {
+  INVALID_JSON: { status: 400, message: 'Invalid JSON body' },
+  CREDENTIALS_REQUIRED: { status: 400, message: 'Email and password are required' },
+  INVALID_EMAIL: { status: 400, message: 'Invalid email address' },
+  PASSWORD_TOO_SHORT: { status: 400, message: 'Password must be at least {min} characters' },
+  PASSWORD_TOO_LONG: { status: 400, message: 'Password must be at most {max} characters' },
+  PASSWORD_TOO_COMMON: { status: 400, message: 'Password is too common' },
+  UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  INVALID_CREDENTIALS: { status: 401, message: 'Invalid email or password' },
+  INVALID_ACCESS_TOKEN: { status: 401, message: 'Invalid or expired access token' },
+  REFRESH_REQUIRED: { status: 401, message: 'Refresh token is required' },
+  INVALID_REFRESH_TOKEN: { status: 401, message: 'Invalid or expired refresh token' },
+  REGISTRATION_DISABLED: { status: 403, message: 'Registration is disabled' },
+  FORBIDDEN_ORIGIN: { status: 403, message: 'Forbidden origin' },
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
+  EMAIL_TAKEN: { status: 409, message: 'Email already registered' },
+  BODY_TOO_LARGE: { status: 413, message: 'Request body too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
+  TOO_MANY_LOGINS: { status: 429, message: 'Too many login attempts' },
+  TOO_MANY_REGISTRATIONS: { status: 429, message: 'Too many registration attempts' },
+  TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests' },
+  INTERNAL: { status: 500, message: 'Internal server error' },
+  BUSY: { status: 503, message: 'Server busy, try again shortly' },
+  NOT_READY: { status: 503, message: 'Not ready' },
+} as const
+
+export type ErrorCode = keyof typeof errorRegistry
+
+/** A deliberate, client-visible failure. Anything else that is thrown becomes a 500. */
+export class AppError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  /** seconds, for 429 and 503 answers */
+  readonly retryAfterS: number | undefined
+
+  constructor(code: ErrorCode, opts: { params?: Record<string, string | number>; retryAfterS?: number } = {}) {
+    let message: string = errorRegistry[code].message
+    for (const [k, v] of Object.entries(opts.params ?? {})) message = message.replace(`{${k}}`, String(v))
+    super(message)
+    this.name = 'AppError'
+    this.code = code
+    this.status = errorRegistry[code].status
+    this.retryAfterS = opts.retryAfterS
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof Error && (err as { name?: string }).name === 'AppError' && typeof (err as AppError).code === 'string'
+}

@@ -1,0 +1,104 @@
+/**
+ * The authd command. Reads argv and the environment, sets exit codes, handles signals; everything
+ * else is a plain function it calls.
+ */
+import { readFileSync } from 'node:fs'
+import { Command, CommanderError } from 'commander'
+import { stringify } from 'smol-toml'
+import type { Logger } from 'pino'
+import { ConfigError, loadConfig, type ConfigFlags } from '../config/load.js'
+import { describeConfig } from '../config/describe.js'
+import type { Config } from '../config/types.js'
+import { createLogger } from '../core/logger.js'
+import { createServices } from './services.js'
+import { listen } from './server.js'
+
+export const version = (): string =>
+  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+interface Io {
+  argv: string[]
+  env: Record<string, string | undefined>
+  cwd: string
+  stdout: (s: string) => void
+  stderr: (s: string) => void
+}
+
+/** Runs authd; resolves to the exit code (start resolves only once the daemon has stopped). */
+export async function main(io: Io): Promise<number> {
+  let code = 0
+  const program = new Command('authd')
+    .description('authd: a small self-hosted authentication daemon')
+    .version(version(), '-V, --version-flag', 'print the version')
+    .option('--debug', 'print stack traces of unexpected errors')
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError(false)
+
+  const configOptions = (cmd: Command): Command =>
+    cmd.option('--config <file>', 'config file (default: $AUTHD_CONFIG, else ./auth.toml if present)').option('--data <dir>', 'data directory (store.path)')
+
+  configOptions(program.command('start').description('run the HTTP daemon in the foreground'))
+    .option('--host <host>', 'listen address (server.host)')
+    .option('--port <port>', 'listen port (server.port); 0 picks a free port')
+    .option('--dev', 'laptop mode on plain HTTP: cookie not Secure and without the __Secure- prefix, pretty logs')
+    .action(async (opts: ConfigFlags) => {
+      code = await start(io, opts)
+    })
+
+  configOptions(program.command('check-config').description('validate the config and print the effective values'))
+    .option('--dev', 'check the --dev defaults')
+    .action((opts: ConfigFlags) => {
+      const { config, file } = loadConfig({ flags: opts, env: io.env, cwd: io.cwd })
+      io.stdout(`# effective config (${file === null ? 'no config file; defaults and environment' : `from ${file}, defaults and environment`})\n`)
+      io.stdout(stringify(describeConfig(config)) + '\n')
+    })
+
+  program
+    .command('version')
+    .description('print the version')
+    .action(() => io.stdout(`authd ${version()}\n`))
+
+  try {
+    await program.parseAsync(io.argv, { from: 'user' })
+    return code
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
+    if (err instanceof ConfigError) {
+      io.stderr(`authd: ${err.message}\n`)
+      return 2
+    }
+    const debug = io.argv.includes('--debug')
+    io.stderr(`authd: ${debug && err instanceof Error ? err.stack : err instanceof Error ? err.message : String(err)}\n`)
+    return 1
+  }
+}
+
+async function start(io: Io, flags: ConfigFlags): Promise<number> {
+  const { config, file } = loadConfig({ flags, env: io.env, cwd: io.cwd })
+  const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
+  const services = await createServices(config, { logger: log })
+  const running = await listen(services, config.server.host, config.server.port)
+  log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception')
+    process.exit(1)
+  })
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'))
+
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'))
+    process.once('SIGINT', () => resolve('SIGINT'))
+  })
+  log.info({ event: 'stopping', signal }, 'draining in-flight requests')
+  await running.stop(10_000)
+  log.info({ event: 'stopped' }, 'authd stopped')
+  log.flush()
+  return 0
+}
+
+async function devLogger(config: Config): Promise<Logger> {
+  const { default: pretty } = await import('pino-pretty')
+  return createLogger({ level: config.log.level, destination: pretty({ colorize: process.stdout.isTTY, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname,service' }) })
+}

@@ -1,0 +1,86 @@
+/**
+ * Wires the daemon's parts together from a Config: store, hasher, keys, limiter, use-cases and
+ * the HTTP handler. Tests and the benchmark build the same thing, on a temp store.
+ */
+import { randomBytes } from 'node:crypto'
+import os from 'node:os'
+import type { DestinationStream, Logger } from 'pino'
+import type { Config } from '../config/types.js'
+import { createAccessTokens } from '../core/access-tokens.js'
+import { createAuthService, type AuthService } from '../core/auth-service.js'
+import { createKeyring, generateKey, type Keyring } from '../core/keys.js'
+import { createLogger } from '../core/logger.js'
+import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
+import { createPasswordPolicy } from '../core/password-policy.js'
+import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
+import { createApp, type Handler } from '../http/app.js'
+import { createMetrics, type Metrics } from '../http/metrics.js'
+import { openLmdbStore } from '../store/lmdb-store.js'
+import type { Store } from '../store/store.js'
+
+export interface Services {
+  config: Config
+  store: Store
+  hasher: PasswordHasher
+  keyring: Keyring
+  limiter: RateLimiter
+  auth: AuthService
+  metrics: Metrics
+  log: Logger
+  handler: Handler
+  /** flips /readyz to 503 (draining) */
+  setReady(ready: boolean): void
+  close(): Promise<void>
+}
+
+export interface ServiceOptions {
+  now?: () => number
+  logDestination?: DestinationStream
+  logger?: Logger
+  /** an already open store (tests share one) */
+  store?: Store
+  processMetrics?: boolean
+  hashConcurrency?: number
+}
+
+/** argon2 runs at most this many at once: LMDB commits need libuv's pool too */
+export const defaultHashConcurrency = (): number => Math.max(1, Math.min(2, os.availableParallelism() - 0))
+
+export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
+  const now = opts.now ?? Date.now
+  const log = opts.logger ?? createLogger({ level: config.log.level, destination: opts.logDestination })
+  const store = opts.store ?? (await openLmdbStore({ path: config.store.path }))
+  const t = config.tokens
+  await store.ensureActiveKey(() => generateKey(t.algorithm, now()))
+  const keyring = createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
+  const p = config.passwords
+  const [hasher, policy, refreshSecret] = await Promise.all([
+    createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: opts.hashConcurrency ?? defaultHashConcurrency(), maxQueue: 512 }),
+    createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
+    store.getOrCreateSecret('refresh', () => randomBytes(32)),
+  ])
+  const limiter = createRateLimiter({ maxKeys: config.rateLimit.maxKeys, now })
+  const metrics = createMetrics({ processMetrics: opts.processMetrics })
+  const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, refreshSecret, now, log, events: metrics.events })
+  let ready = true
+  const handler = createApp({ config, auth, keyring, metrics, log, ready: () => ready })
+  return {
+    config,
+    store,
+    hasher,
+    keyring,
+    limiter,
+    auth,
+    metrics,
+    log,
+    handler,
+    setReady: (r) => {
+      ready = r
+    },
+    close: async () => {
+      ready = false
+      if (opts.store === undefined) await store.close()
+    },
+  }
+}

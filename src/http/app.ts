@@ -1,0 +1,254 @@
+/**
+ * createApp(deps) → a node:http request handler. It parses (route, body, client ip, cookies),
+ * calls a use-case, and replies. It never listens: only the daemon does.
+ */
+import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
+import { randomBytes } from 'node:crypto'
+import FindMyWay from 'find-my-way'
+import type { Config } from '../config/types.js'
+import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.js'
+import { AppError, isAppError } from '../core/errors.js'
+import type { Keyring } from '../core/keys.js'
+import { readJsonBody } from './body.js'
+import { createClientIp } from './client-ip.js'
+import { createRefreshCookie } from './cookies.js'
+import { createOriginPolicy } from './cors.js'
+import type { Metrics } from './metrics.js'
+
+export interface HttpLogger {
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+  error(obj: object, msg?: string): void
+}
+
+export interface AppDeps {
+  config: Config
+  auth: AuthService
+  keyring: Keyring
+  metrics: Metrics
+  log: HttpLogger
+  /** store and keys loaded, not draining */
+  ready: () => boolean
+}
+
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void
+
+interface Exchange {
+  req: IncomingMessage
+  res: ServerResponse
+  id: string
+  client: () => ClientContext
+}
+
+type RouteHandler = (x: Exchange) => Promise<void> | void
+
+const JSON_HEADERS = {
+  'content-type': 'application/json; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+} as const
+
+export function createApp(deps: AppDeps): Handler {
+  const { config, auth, keyring, metrics, log } = deps
+  const cookie = createRefreshCookie(config)
+  const origins = createOriginPolicy(config)
+  const clientIp = createClientIp(config.server.trustProxy)
+  const bodyLimit = config.server.bodyLimit
+  const bootId = randomBytes(4).toString('hex')
+  let seq = 0
+
+  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void => {
+    const text = JSON.stringify(body)
+    res.writeHead(status, { ...JSON_HEADERS, ...headers, 'content-length': Buffer.byteLength(text) })
+    res.end(text)
+  }
+  const ok = (res: ServerResponse, status: number, data: object, headers?: Record<string, string | string[]>): void =>
+    send(res, status, { success: true, data }, headers)
+
+  const sendError = (x: Exchange, err: unknown): void => {
+    const { res } = x
+    if (res.headersSent) return
+    if (!isAppError(err)) {
+      log.error({ reqId: x.id, err }, 'unexpected error')
+      err = new AppError('INTERNAL')
+    }
+    const e = err as AppError
+    const headers: Record<string, string | string[]> = {}
+    if (e.retryAfterS !== undefined) headers['retry-after'] = String(e.retryAfterS)
+    if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
+    if (e.code === 'INVALID_ACCESS_TOKEN') headers['www-authenticate'] = 'Bearer error="invalid_token"'
+    if (e.code === 'INVALID_REFRESH_TOKEN') headers['set-cookie'] = cookie.clear()
+    if (e.code === 'BODY_TOO_LARGE') headers.connection = 'close'
+    send(res, e.status, { success: false, message: e.message }, headers)
+  }
+
+  const signedIn = (x: Exchange, status: number, s: SignedIn): void =>
+    ok(
+      x.res,
+      status,
+      { accessToken: s.accessToken, tokenType: 'Bearer', expiresIn: s.expiresIn, user: s.user },
+      { 'set-cookie': cookie.set(s.refreshToken) },
+    )
+
+  // cookie endpoints refuse foreign browser origins before touching anything
+  const checkOrigin = (x: Exchange): void => {
+    const origin = x.req.headers.origin
+    if (!origins.cookieAllowed(origin)) throw new AppError('FORBIDDEN_ORIGIN')
+  }
+
+  const routes: Record<string, Partial<Record<string, RouteHandler>>> = {
+    '/api/auth/login': {
+      POST: async (x) => {
+        checkOrigin(x)
+        const body = await readJsonBody(x.req, bodyLimit)
+        signedIn(x, 200, await auth.login(body, x.client()))
+      },
+    },
+    '/api/auth/register': {
+      POST: async (x) => {
+        checkOrigin(x)
+        const body = await readJsonBody(x.req, bodyLimit)
+        signedIn(x, 201, await auth.register(body, x.client()))
+      },
+    },
+    '/api/auth/refresh': {
+      POST: async (x) => {
+        checkOrigin(x)
+        await readJsonBody(x.req, bodyLimit)
+        signedIn(x, 200, await auth.refresh(cookie.read(x.req.headers.cookie), x.client()))
+      },
+    },
+    '/api/auth/logout': {
+      POST: async (x) => {
+        checkOrigin(x)
+        const body = await readJsonBody(x.req, bodyLimit)
+        await auth.logout(cookie.read(x.req.headers.cookie), body, x.client())
+        ok(x.res, 200, {}, { 'set-cookie': cookie.clear() })
+      },
+    },
+    '/api/auth/me': {
+      GET: (x) => ok(x.res, 200, auth.me(x.req.headers.authorization)),
+    },
+    '/.well-known/jwks.json': {
+      GET: (x) => {
+        const text = JSON.stringify(keyring.jwks())
+        x.res.writeHead(200, {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'public, max-age=300',
+          'x-content-type-options': 'nosniff',
+          'content-length': Buffer.byteLength(text),
+        })
+        x.res.end(text)
+      },
+    },
+    '/healthz': { GET: (x) => ok(x.res, 200, { status: 'ok' }) },
+    '/readyz': {
+      GET: (x) => {
+        if (!deps.ready()) throw new AppError('NOT_READY')
+        ok(x.res, 200, { status: 'ready' })
+      },
+    },
+  }
+  if (config.metrics.enabled) {
+    routes['/metrics'] = {
+      GET: async (x) => {
+        const text = await metrics.registry.metrics()
+        x.res.writeHead(200, {
+          'content-type': metrics.registry.contentType,
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        })
+        x.res.end(text)
+      },
+    }
+  }
+
+  const router = FindMyWay({ ignoreTrailingSlash: false, maxParamLength: 100 })
+  for (const [path, methods] of Object.entries(routes)) {
+    const allowed = Object.keys(methods)
+    if (path.startsWith('/api/auth/')) allowed.push('OPTIONS')
+    if (allowed.includes('GET')) allowed.push('HEAD')
+    const allow = allowed.join(', ')
+    for (const method of METHODS) {
+      if (method === 'CONNECT') continue
+      const handler: RouteHandler =
+        methods[method] ??
+        (method === 'OPTIONS' && path.startsWith('/api/auth/')
+          ? preflight
+          : method === 'HEAD' && methods.GET !== undefined
+            ? methods.GET
+            : (x) => {
+                x.res.setHeader('allow', allow)
+                throw new AppError('METHOD_NOT_ALLOWED')
+              })
+      try {
+        router.on(method as 'GET', path, handler as never, { route: path })
+      } catch {
+        // find-my-way does not know every method node:http does; those fall through to 404
+      }
+    }
+  }
+
+  function preflight(x: Exchange): void {
+    // the CORS headers (or their absence) are added for every /api/auth/* response below
+    x.res.writeHead(204, {
+      'access-control-allow-methods': 'GET, POST',
+      'access-control-allow-headers': 'Content-Type, Authorization',
+      'access-control-max-age': '600',
+      'cache-control': 'no-store',
+    })
+    x.res.end()
+  }
+
+  return function handle(req, res) {
+    const started = process.hrtime.bigint()
+    const id = `${bootId}-${(++seq).toString(36)}`
+    res.setHeader('x-request-id', id)
+    let ctx: ClientContext | undefined
+    const x: Exchange = {
+      req,
+      res,
+      id,
+      client: () => {
+        if (ctx === undefined) {
+          const c = clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'])
+          ctx = { ip: c.ip, ipKey: c.key, userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : '' }
+        }
+        return ctx
+      },
+    }
+    const url = req.url ?? '/'
+    const q = url.indexOf('?')
+    const path = q === -1 ? url : url.slice(0, q)
+    let found: ReturnType<typeof router.find> = null
+    try {
+      found = router.find((req.method ?? 'GET') as 'GET', path)
+    } catch {
+      found = null
+    }
+    const route = (found?.store as { route?: string } | undefined)?.route ?? 'unknown'
+
+    if (route.startsWith('/api/auth/') && config.cors.origins.length > 0) {
+      res.setHeader('vary', 'Origin')
+      const origin = req.headers.origin
+      if (origin !== undefined && origins.corsAllowed(origin)) {
+        res.setHeader('access-control-allow-origin', origin)
+        res.setHeader('access-control-allow-credentials', 'true')
+      }
+    }
+
+    res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9
+      metrics.observe(route, req.method ?? '', res.statusCode, seconds)
+      log.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request')
+    })
+
+    if (found === null) return sendError(x, new AppError('NOT_FOUND'))
+    try {
+      const p = (found.handler as unknown as RouteHandler)(x)
+      if (p !== undefined) p.catch((err: unknown) => sendError(x, err))
+    } catch (err) {
+      sendError(x, err)
+    }
+  }
+}

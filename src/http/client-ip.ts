@@ -1,0 +1,113 @@
+import ipaddr from 'ipaddr.js'
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6
+
+export interface ClientIp {
+  /** for logs and sessions: IPv4 dotted, IPv6 in RFC 5952 form (IPv4-mapped IPv6 shown as IPv4) */
+  ip: string
+  /** for the rate limiter: IPv4 as is, IPv6 as its /64 (`2001:db8:1:2::/64`), since one host usually holds a whole /64 */
+  key: string
+}
+
+export type ClientIpResolver = (
+  remoteAddress: string | undefined,
+  forwardedFor: string | string[] | undefined,
+) => ClientIp
+
+/** What a request whose socket address is missing or unreadable (a socket already gone) is counted as. */
+export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ ip: 'unknown', key: 'unknown' })
+
+/**
+ * Strict parse: IPv4 only in four-part decimal (no `127.1`, hex or octal forms, which are
+ * ambiguous and never written by a proxy), IPv6 per RFC 4291; IPv4-mapped IPv6 becomes IPv4 so
+ * `::ffff:1.2.3.4` and `1.2.3.4` are one client. No ports, brackets or whitespace.
+ */
+function parseAddress(text: string): Address | null {
+  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text)
+  if (!ipaddr.IPv6.isValid(text)) return null
+  const v6 = ipaddr.IPv6.parse(text)
+  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
+}
+
+function parseRange(cidr: string): [Address, number] {
+  const slash = cidr.indexOf('/')
+  const addr = parseAddress(slash === -1 ? cidr : cidr.slice(0, slash))
+  if (addr === null) throw new Error(`invalid trust_proxy entry: ${cidr}`)
+  const maxBits = addr.kind() === 'ipv4' ? 32 : 128
+  let bits = maxBits
+  if (slash !== -1) {
+    const text = cidr.slice(slash + 1)
+    bits = /^\d{1,3}$/.test(text) ? Number(text) : NaN
+    // parseAddress turned an IPv4-mapped network into IPv4: shift its prefix to match
+    if (addr.kind() === 'ipv4' && cidr.includes(':')) bits -= 96
+    if (!(bits >= 0 && bits <= maxBits)) throw new Error(`invalid trust_proxy entry: ${cidr}`)
+  }
+  return [addr, bits]
+}
+
+function view(addr: Address): ClientIp {
+  if (addr.kind() === 'ipv4') {
+    const ip = addr.toString()
+    return { ip, key: ip }
+  }
+  const v6 = addr as ipaddr.IPv6
+  const p = v6.parts
+  const prefix = new ipaddr.IPv6([p[0], p[1], p[2], p[3], 0, 0, 0, 0])
+  return { ip: v6.toString(), key: `${prefix.toString()}/64` }
+}
+
+/**
+ * Returns the resolver of the client address (CONTRACT 5), with `trustProxy` (CIDRs, or bare
+ * addresses meaning one host) parsed once here. Throws on an invalid entry.
+ *
+ * The client is the socket peer, unless that peer is a trusted proxy: then `X-Forwarded-For`
+ * (every header value, joined by commas) is walked from the right, past trusted proxies, and the
+ * first entry that is not one is the client. Each proxy appends the peer it saw, so entries left
+ * of the first untrusted one were written by the client and are never believed. If every entry
+ * is trusted, the left-most is taken. Empty entries are skipped.
+ *
+ * Choice for an unparseable entry met during the walk: the whole header is ignored and the
+ * socket address is used. The entry was written by a trusted proxy that is misconfigured (or
+ * passes the client's header through), so nothing in it can be believed; counting the request
+ * against the proxy's own address is the conservative answer (it can never mint a fresh limiter
+ * key, as taking the garbage, or something to its left, could).
+ */
+export function createClientIp(trustProxy: readonly string[]): ClientIpResolver {
+  const ranges = trustProxy.map(parseRange)
+
+  function trusted(addr: Address): boolean {
+    for (const range of ranges) {
+      if (range[0].kind() === addr.kind() && addr.match(range)) return true
+    }
+    return false
+  }
+
+  return (remoteAddress, forwardedFor) => {
+    if (remoteAddress === undefined) return UNKNOWN_CLIENT
+    // hottest case first: plain IPv4 peer and no proxies — no parsing beyond the check
+    if (ranges.length === 0 && ipaddr.IPv4.isValidFourPartDecimal(remoteAddress)) {
+      return { ip: remoteAddress, key: remoteAddress }
+    }
+    const socket = parseAddress(remoteAddress)
+    if (socket === null) return UNKNOWN_CLIENT
+    // fast path: no proxies configured, or the peer is not one — the header is not even read
+    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
+
+    const header = typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(',')
+    let client = socket
+    // right to left with lastIndexOf: no array for a long (possibly spoofed) chain, and the walk
+    // stops at the first untrusted entry without touching the rest
+    let end = header.length
+    while (end > 0) {
+      const comma = header.lastIndexOf(',', end - 1)
+      const entry = header.slice(comma + 1, end).trim()
+      end = comma
+      if (entry === '') continue
+      const addr = parseAddress(entry)
+      if (addr === null) return view(socket)
+      client = addr
+      if (!trusted(addr)) break
+    }
+    return view(client)
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The LMDB implementation of the Store: the only module that imports lmdb. LMDB is safe for
+ * several processes, so authctl opens the same directory while the daemon runs; every write
+ * happens in one write transaction, which LMDB serialises across processes.
+ */
+import { mkdirSync, chmodSync, statSync } from 'node:fs'
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
+import { migrate, SCHEMA_VERSION } from './migrations.js'
+
+/** refresh-token hashes kept per session for reuse detection; older ones are simply unknown */
+const REFRESH_HISTORY = 32
+// LMDB refuses keys over 1978 bytes (and throws synchronously); emails are checked well below
+const MAX_KEY_BYTES = 1000
+
+type Key = string | (string | number)[]
+
+export class StoreError extends Error {
+  readonly code: string
+  constructor(code: string, message: string) {
+    super(message)
+    this.name = 'StoreError'
+    this.code = code
+  }
+}
+
+export interface LmdbStoreOptions {
+  path: string
+  /** open read-only is not offered: authctl writes too */
+}
+
+export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
+  mkdirSync(opts.path, { recursive: true, mode: 0o700 })
+  // mkdir's mode is masked by umask and ignored for an existing directory: make sure
+  if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
+
+  const root: RootDatabase = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
+  const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
+  const users = db<UserRecord>('users')
+  const emails = db<string>('emails')
+  const sessions = db<SessionRecord>('sessions')
+  const userSessions = db<true>('user_sessions')
+  const refresh = db<string>('refresh')
+  const sessionTokens = db<string>('session_tokens')
+  const keys = db<KeyRecord>('keys')
+  const meta = db<unknown>('meta')
+
+  const tooLong = (key: string): boolean => Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES
+
+  await migrate({
+    version: () => (meta.get('schema_version') as number | undefined) ?? 0,
+    setVersion: (v) => meta.put('schema_version', v),
+    transaction: (fn) => root.transaction(fn),
+    isEmpty: () => users.getKeysCount() === 0 && keys.getKeysCount() === 0 && meta.get('schema_version') === undefined,
+  })
+
+  // inside a write transaction: remove a session with its indexes
+  const deleteSessionTx = (s: SessionRecord): void => {
+    sessions.remove(s.id)
+    userSessions.remove([s.userId, s.id])
+    for (const { key, value } of sessionTokens.getRange({ start: [s.id], end: [s.id, Number.MAX_SAFE_INTEGER] })) {
+      refresh.remove(value)
+      sessionTokens.remove(key)
+    }
+  }
+  const bumpKeysVersion = (): void => {
+    meta.put('keys_version', ((meta.get('keys_version') as number | undefined) ?? 0) + 1)
+  }
+  // revocations are acknowledged only once durable: a power cut must not bring a token back
+  const durable = async <T>(p: Promise<T>): Promise<T> => {
+    const v = await p
+    await root.flushed
+    return v
+  }
+
+  const store: Store = {
+    path: opts.path,
+
+    getUser: (id) => (tooLong(id) ? undefined : users.get(id)),
+    getUserByEmail(email) {
+      if (tooLong(email)) return undefined
+      const id = emails.get(email)
+      return id === undefined ? undefined : users.get(id)
+    },
+    listUsers: () => [...users.getRange().map(({ value }) => value)],
+    createUser: (user) =>
+      root.transaction(() => {
+        if (emails.get(user.email) !== undefined) return false
+        if (tooLong(user.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
+        emails.put(user.email, user.id)
+        users.put(user.id, user)
+        return true
+      }),
+    updateUser: (id, change) =>
+      durable(
+        root.transaction(() => {
+          const current = users.get(id)
+          if (current === undefined) return undefined
+          const next = change(current)
+          if (next.email !== current.email) {
+            if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
+            emails.remove(current.email)
+            emails.put(next.email, id)
+          }
+          users.put(id, next)
+          return next
+        }),
+      ),
+    deleteUser: (id) =>
+      durable(
+        root.transaction(() => {
+          const user = users.get(id)
+          if (user === undefined) return false
+          for (const { key } of userSessions.getRange({ start: [id], end: [id, '\uffff'] })) {
+            const s = sessions.get((key as string[])[1])
+            if (s !== undefined) deleteSessionTx(s)
+            else userSessions.remove(key)
+          }
+          emails.remove(user.email)
+          users.remove(id)
+          return true
+        }),
+      ),
+
+    getSession: (id) => (tooLong(id) ? undefined : sessions.get(id)),
+    listSessions(userId) {
+      if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
+      const out: SessionRecord[] = []
+      for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
+        const s = sessions.get((key as string[])[1])
+        if (s !== undefined) out.push(s)
+      }
+      return out
+    },
+    countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
+    createSession: (s) =>
+      root.transaction(() => {
+        sessions.put(s.id, s)
+        userSessions.put([s.userId, s.id], true)
+        refresh.put(s.refreshHash, s.id)
+        sessionTokens.put([s.id, s.generation], s.refreshHash)
+      }),
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>) {
+      let revoked = false
+      const result = await root.transaction(() => {
+        const sid = refresh.get(tokenHash)
+        const current = sid === undefined ? undefined : sessions.get(sid)
+        const d = decide(current)
+        if (d.action === 'rotate') {
+          const next = d.session
+          sessions.put(next.id, next)
+          refresh.put(next.refreshHash, next.id)
+          sessionTokens.put([next.id, next.generation], next.refreshHash)
+          const old = next.generation - REFRESH_HISTORY
+          if (old >= 0) {
+            const h = sessionTokens.get([next.id, old])
+            if (h !== undefined) refresh.remove(h)
+            sessionTokens.remove([next.id, old])
+          }
+        } else if (d.action === 'revoke' && current !== undefined) {
+          deleteSessionTx(current)
+          revoked = true
+        }
+        return d.result
+      })
+      if (revoked) await root.flushed
+      return result
+    },
+    revokeSession: (id) =>
+      durable(
+        root.transaction(() => {
+          const s = sessions.get(id)
+          if (s === undefined) return false
+          deleteSessionTx(s)
+          return true
+        }),
+      ),
+    revokeUserSessions: (userId) =>
+      durable(
+        root.transaction(() => {
+          let n = 0
+          for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
+            const s = sessions.get((key as string[])[1])
+            if (s !== undefined) {
+              deleteSessionTx(s)
+              n++
+            } else userSessions.remove(key)
+          }
+          return n
+        }),
+      ),
+    revokeAllSessions: () =>
+      durable(
+        root.transaction(() => {
+          let n = 0
+          for (const { value } of sessions.getRange()) {
+            deleteSessionTx(value)
+            n++
+          }
+          return n
+        }),
+      ),
+    findSessionIdByRefreshHash: (h) => refresh.get(h),
+
+    listKeys: () => [...keys.getRange().map(({ value }) => value)],
+    getKey: (kid) => (tooLong(kid) ? undefined : keys.get(kid)),
+    putKey: (key) =>
+      durable(
+        root.transaction(() => {
+          keys.put(key.kid, key)
+          bumpKeysVersion()
+        }),
+      ),
+    rotateKey: (key, now) =>
+      durable(
+        root.transaction(() => {
+          for (const { value } of keys.getRange()) {
+            if (value.state === 'active') keys.put(value.kid, { ...value, state: 'retiring', retiringAt: now })
+          }
+          keys.put(key.kid, { ...key, state: 'active', activatedAt: now })
+          bumpKeysVersion()
+        }),
+      ),
+    ensureActiveKey: (create) =>
+      root.transaction(() => {
+        for (const { value } of keys.getRange()) if (value.state === 'active') return value
+        const key = create()
+        keys.put(key.kid, key)
+        bumpKeysVersion()
+        return key
+      }),
+    deleteKey: (kid) =>
+      durable(
+        root.transaction(() => {
+          if (keys.get(kid) === undefined) return false
+          keys.remove(kid)
+          bumpKeysVersion()
+          return true
+        }),
+      ),
+    keysVersion: () => (meta.get('keys_version') as number | undefined) ?? 0,
+
+    getOrCreateSecret: (name, create) =>
+      durable(
+        root.transaction(() => {
+          const existing = meta.get(`secret:${name}`) as Uint8Array | undefined
+          if (existing !== undefined) return Buffer.from(existing)
+          const secret = create()
+          meta.put(`secret:${name}`, secret)
+          return secret
+        }),
+      ),
+    schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
+
+    flushed: async () => {
+      await root.flushed
+    },
+    backup: (file) => root.backup(file, true),
+    close: () => root.close(),
+  }
+  return store
+}

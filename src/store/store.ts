@@ -1,0 +1,117 @@
+/**
+ * The Store: everything authd keeps, behind one interface. The LMDB implementation is the only
+ * module that knows about LMDB; a second backend (a server database for several instances) can
+ * implement this interface later. Reads are synchronous (an embedded store answers in
+ * microseconds); every write resolves only once it is committed.
+ */
+import type { Algorithm } from '../config/types.js'
+
+export interface UserRecord {
+  id: string
+  /** canonical email */
+  email: string
+  /** argon2id encoded hash, parameters included */
+  passwordHash: string
+  createdAt: number
+  updatedAt: number
+  disabled: boolean
+}
+
+export interface SessionRecord {
+  id: string
+  userId: string
+  createdAt: number
+  lastUsedAt: number
+  /** absolute expiry: createdAt + sessions.absolute_ttl */
+  expiresAt: number
+  ip: string
+  userAgent: string
+  /** SHA-256 of the live refresh token (never the token itself) */
+  refreshHash: string
+  /** SHA-256 of the token it replaced, and when, for the reuse grace */
+  previousHash: string | null
+  rotatedAt: number | null
+  /** how many times the refresh token has rotated */
+  generation: number
+}
+
+export type KeyState = 'active' | 'retiring' | 'retired'
+
+export interface KeyRecord {
+  kid: string
+  alg: Algorithm
+  state: KeyState
+  /** PKCS#8 PEM; never leaves the store except into a backup */
+  privateKeyPem: string
+  /** SPKI PEM */
+  publicKeyPem: string
+  createdAt: number
+  activatedAt: number | null
+  /** when it stopped signing */
+  retiringAt: number | null
+  /** when its last token expired */
+  retiredAt: number | null
+}
+
+/** What a refresh attempt found, decided inside the write transaction. */
+export type RefreshDecision<T> =
+  | { action: 'rotate'; session: SessionRecord; result: T }
+  | { action: 'revoke'; result: T }
+  | { action: 'none'; result: T }
+
+export interface Store {
+  /** the data directory */
+  readonly path: string
+
+  // users
+  getUser(id: string): UserRecord | undefined
+  getUserByEmail(canonicalEmail: string): UserRecord | undefined
+  listUsers(): UserRecord[]
+  /** inserts the user and its email index in one transaction; false if the email exists */
+  createUser(user: UserRecord): Promise<boolean>
+  /** applies `change` to the current record inside a transaction; undefined if gone */
+  updateUser(id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined>
+  /** deletes the user, its email index entry and all its sessions */
+  deleteUser(id: string): Promise<boolean>
+
+  // sessions
+  getSession(id: string): SessionRecord | undefined
+  listSessions(userId?: string): SessionRecord[]
+  countSessions(userId: string): number
+  createSession(session: SessionRecord): Promise<void>
+  /**
+   * Finds the session a refresh-token hash belongs to (live or a recent predecessor) and lets
+   * `decide` choose, atomically with respect to every other writer, what happens to it.
+   */
+  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>): Promise<T>
+  /** deletes one session and its refresh-token entries; false if it did not exist */
+  revokeSession(id: string): Promise<boolean>
+  /** deletes every session of a user; returns how many */
+  revokeUserSessions(userId: string): Promise<number>
+  revokeAllSessions(): Promise<number>
+  /** session id for a refresh-token hash, if known */
+  findSessionIdByRefreshHash(tokenHash: string): string | undefined
+
+  // keys
+  listKeys(): KeyRecord[]
+  getKey(kid: string): KeyRecord | undefined
+  putKey(key: KeyRecord): Promise<void>
+  /** makes `key` the active key and moves the current active one to retiring, atomically */
+  rotateKey(key: KeyRecord, now: number): Promise<void>
+  /** creates `key` as the first active key unless some active key already exists */
+  ensureActiveKey(create: () => KeyRecord): Promise<KeyRecord>
+  deleteKey(kid: string): Promise<boolean>
+  /** a number that changes whenever the keys change, cheap to poll */
+  keysVersion(): number
+
+  // meta
+  /** a 32-byte secret created once, for MACs kept apart from session records */
+  getOrCreateSecret(name: string, create: () => Buffer): Promise<Buffer>
+  schemaVersion(): number
+
+  /** waits until everything committed so far is on disk */
+  flushed(): Promise<void>
+  /** a consistent, compacted copy of the store into `file` */
+  backup(file: string): Promise<void>
+  close(): Promise<void>
+}

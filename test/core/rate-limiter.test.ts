@@ -1,0 +1,390 @@
+import t from 'tap'
+import fc from 'fast-check'
+import v8 from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import type { RateRule } from '../../src/config/types.js'
+import { createRateLimiter, limitKey, type ConsumeResult } from '../../src/core/rate-limiter.js'
+
+const rule = (count: number, windowMs: number): RateRule => ({ count, windowMs, text: `${count}/${windowMs}ms` })
+
+function fakeClock(start = 1_000_000) {
+  let ms = start
+  return {
+    now: () => ms,
+    advance: (by: number) => {
+      ms += by
+    },
+  }
+}
+
+function setup(maxKeys = 1000) {
+  const clock = fakeClock()
+  const limiter = createRateLimiter({ maxKeys, now: clock.now })
+  return { clock, limiter }
+}
+
+const ok = (r: ConsumeResult) => r.ok
+const retry = (r: ConsumeResult) => (r.ok ? null : r.retryAfterS)
+
+t.test('limit of 5: five pass, the sixth is refused with the time until the oldest expires', async (t) => {
+  const { clock, limiter } = setup()
+  const r5 = rule(5, 15 * 60_000)
+  for (let i = 0; i < 5; i++) {
+    t.ok(limiter.consume([{ key: 'k', rule: r5 }]).ok, `attempt ${i + 1} passes`)
+    clock.advance(1000)
+  }
+  // oldest event was 5 s ago: 15 min - 5 s left
+  t.equal(retry(limiter.consume([{ key: 'k', rule: r5 }])), 15 * 60 - 5)
+  clock.advance(15 * 60_000 - 5000 - 1)
+  t.equal(retry(limiter.consume([{ key: 'k', rule: r5 }])), 1, 'retry-after rounds up, never 0')
+  clock.advance(1)
+  t.ok(limiter.consume([{ key: 'k', rule: r5 }]).ok, 'room again once the oldest event leaves the window')
+})
+
+t.test('the window slides: events expire one by one, not all at once', async (t) => {
+  const { clock, limiter } = setup()
+  const r3 = rule(3, 10_000)
+  const at = (key: string) => limiter.consume([{ key, rule: r3 }])
+  t.ok(at('k').ok) // t=0
+  clock.advance(4000)
+  t.ok(at('k').ok) // t=4
+  clock.advance(4000)
+  t.ok(at('k').ok) // t=8
+  clock.advance(1000) // t=9
+  t.equal(retry(at('k')), 1, 'the t=0 event leaves at t=10')
+  clock.advance(1000) // t=10
+  t.ok(at('k').ok, 'only the oldest event expired: one slot')
+  t.equal(retry(at('k')), 4, 'next slot when the t=4 event leaves at t=14')
+  clock.advance(3999) // t=13.999
+  t.notOk(at('k').ok)
+  clock.advance(1) // t=14
+  t.ok(at('k').ok)
+  t.notOk(at('k').ok, 'a fixed window would have reset everything at t=10; this one never exceeds 3 per 10 s')
+})
+
+t.test('the retry-after is ceil of the wait in seconds', async (t) => {
+  const { clock, limiter } = setup()
+  const r1 = rule(1, 2500)
+  t.ok(limiter.consume([{ key: 'k', rule: r1 }]).ok)
+  t.equal(retry(limiter.consume([{ key: 'k', rule: r1 }])), 3)
+  clock.advance(1600)
+  t.equal(retry(limiter.consume([{ key: 'k', rule: r1 }])), 1)
+})
+
+t.test('multi-entry consume is atomic: one blocked entry counts nothing on the others', async (t) => {
+  const { clock, limiter } = setup()
+  const tight = rule(1, 60_000)
+  const loose = rule(3, 60_000)
+  t.ok(limiter.consume([{ key: 'ip', rule: tight }]).ok)
+  clock.advance(10_000)
+  for (let i = 0; i < 5; i++) {
+    const r = limiter.consume([
+      { key: 'email', rule: loose },
+      { key: 'ip', rule: tight },
+    ])
+    t.equal(retry(r), 50, 'refused because of ip')
+  }
+  t.equal(limiter.size(), 1, 'the refused calls did not even create the email key')
+  // email has had nothing counted: all 3 of its slots are free
+  for (let i = 0; i < 3; i++) t.ok(limiter.consume([{ key: 'email', rule: loose }]).ok)
+  t.notOk(limiter.consume([{ key: 'email', rule: loose }]).ok)
+})
+
+t.test('multi-entry retry-after is the longest wait among the blocked entries', async (t) => {
+  const { clock, limiter } = setup()
+  t.ok(limiter.consume([{ key: 'a', rule: rule(1, 10_000) }, { key: 'b', rule: rule(1, 60_000) }]).ok)
+  clock.advance(1000)
+  const r = limiter.consume([{ key: 'a', rule: rule(1, 10_000) }, { key: 'b', rule: rule(1, 60_000) }])
+  t.equal(retry(r), 59)
+})
+
+t.test('one key listed twice in a call is charged twice', async (t) => {
+  const { limiter } = setup()
+  const r3 = rule(3, 60_000)
+  t.ok(limiter.consume([{ key: 'k', rule: r3 }, { key: 'k', rule: r3 }]).ok)
+  t.notOk(limiter.consume([{ key: 'k', rule: r3 }, { key: 'k', rule: r3 }]).ok, '2 + 2 > 3, atomically refused')
+  t.ok(limiter.consume([{ key: 'k', rule: r3 }]).ok, 'the third slot was left untouched')
+  t.equal(limiter.size(), 1)
+})
+
+t.test('release un-counts exactly the events of that consume', async (t) => {
+  const { clock, limiter } = setup()
+  const r2 = rule(2, 60_000)
+  const entries = [
+    { key: 'ip_email', rule: r2 },
+    { key: 'email', rule: r2 },
+  ]
+  const first = limiter.consume(entries)
+  clock.advance(1000)
+  const second = limiter.consume(entries)
+  t.ok(first.ok && second.ok)
+  t.notOk(limiter.consume(entries).ok, 'full')
+  if (!second.ok) throw new Error('unreachable')
+  limiter.release(second.token)
+  t.ok(limiter.consume(entries).ok, 'one slot back on both keys')
+  t.notOk(limiter.consume(entries).ok)
+  limiter.release(second.token)
+  t.notOk(limiter.consume(entries).ok, 'releasing the same token twice frees nothing more')
+})
+
+t.test('release of events that are gone is a no-op', async (t) => {
+  const { clock, limiter } = setup()
+  const r1 = rule(1, 10_000)
+  const a = limiter.consume([{ key: 'k', rule: r1 }])
+  limiter.reset('k')
+  const b = limiter.consume([{ key: 'k', rule: r1 }])
+  t.ok(a.ok && b.ok)
+  if (!a.ok) throw new Error('unreachable')
+  limiter.release(a.token)
+  t.notOk(limiter.consume([{ key: 'k', rule: r1 }]).ok, "a's event was reset; b's (same millisecond) stays")
+  clock.advance(10_000)
+  t.ok(limiter.consume([{ key: 'k', rule: r1 }]).ok)
+  if (!b.ok) throw new Error('unreachable')
+  limiter.release(b.token)
+  t.notOk(limiter.consume([{ key: 'k', rule: r1 }]).ok, "b's event had expired: nothing of the new one is released")
+})
+
+t.test('releasing the only event drops the key', async (t) => {
+  const { limiter } = setup()
+  const r = limiter.consume([{ key: 'k', rule: rule(5, 1000) }])
+  t.equal(limiter.size(), 1)
+  if (!r.ok) throw new Error('unreachable')
+  limiter.release(r.token)
+  t.equal(limiter.size(), 0)
+})
+
+t.test('reset forgets a key and leaves the others', async (t) => {
+  const { limiter } = setup()
+  const r1 = rule(1, 60_000)
+  t.ok(limiter.consume([{ key: 'a', rule: r1 }, { key: 'b', rule: r1 }]).ok)
+  limiter.reset('a')
+  t.equal(limiter.size(), 1)
+  t.ok(limiter.consume([{ key: 'a', rule: r1 }]).ok)
+  t.notOk(limiter.consume([{ key: 'b', rule: r1 }]).ok)
+  limiter.reset('missing')
+  t.equal(limiter.size(), 2)
+})
+
+t.test('fifty concurrent consumes of one key with limit 5: exactly five pass', async (t) => {
+  const { limiter } = setup()
+  const r5 = rule(5, 15 * 60_000)
+  const results = await Promise.all(
+    Array.from({ length: 50 }, async () => limiter.consume([{ key: limitKey('login.ip', '10.0.0.1'), rule: r5 }])),
+  )
+  t.equal(results.filter(ok).length, 5)
+  t.equal(results.filter((r) => !r.ok).length, 45)
+})
+
+t.test('maxKeys: full of live keys refuses a new key and keeps counting the held ones', async (t) => {
+  const { clock, limiter } = setup(3)
+  const r2 = rule(2, 60_000)
+  for (const key of ['a', 'b', 'c']) {
+    t.ok(limiter.consume([{ key, rule: r2 }]).ok)
+    clock.advance(1000)
+  }
+  const refused = limiter.consume([{ key: 'd', rule: r2 }])
+  t.equal(retry(refused), 57, "refused until the earliest live key ('a', at 0 s) expires at 60 s")
+  t.equal(limiter.size(), 3)
+  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok, 'held keys still count')
+  t.notOk(limiter.consume([{ key: 'a', rule: r2 }]).ok, "and 'a' was not evicted: its first event still counts")
+  t.notOk(limiter.consume([{ key: 'b', rule: r2 }, { key: 'e', rule: r2 }]).ok, 'a call with one new key is refused whole')
+  t.ok(limiter.consume([{ key: 'b', rule: r2 }]).ok, "…and counted nothing on 'b'")
+})
+
+t.test('maxKeys: expired keys are dropped first to make room', async (t) => {
+  const { clock, limiter } = setup(3)
+  const short = rule(1, 1000)
+  const long = rule(1, 60_000)
+  t.ok(limiter.consume([{ key: 'old', rule: short }]).ok)
+  t.ok(limiter.consume([{ key: 'live1', rule: long }, { key: 'live2', rule: long }]).ok)
+  t.notOk(limiter.consume([{ key: 'new', rule: long }]).ok, 'full, nothing expired yet')
+  clock.advance(1000)
+  t.ok(limiter.consume([{ key: 'new', rule: long }]).ok, "'old' expired and made room")
+  t.equal(limiter.size(), 3)
+  t.notOk(limiter.consume([{ key: 'live1', rule: long }]).ok, 'the live keys were kept')
+  t.notOk(limiter.consume([{ key: 'live2', rule: long }]).ok)
+})
+
+t.test('a key touched later expires later (the list follows the latest event)', async (t) => {
+  const { clock, limiter } = setup(2)
+  const r2 = rule(2, 10_000)
+  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok) // a: 0
+  clock.advance(1000)
+  t.ok(limiter.consume([{ key: 'b', rule: r2 }]).ok) // b: 1
+  clock.advance(5000)
+  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok) // a: 0, 6 → expires at 16
+  clock.advance(5500) // 11.5: b expired, a has one live event
+  t.ok(limiter.consume([{ key: 'c', rule: r2 }]).ok, "'b' is dropped for 'c'")
+  t.notOk(limiter.consume([{ key: 'a', rule: r2 }, { key: 'a', rule: r2 }]).ok, "'a' still holds its 6 s event")
+  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok)
+})
+
+t.test('expired keys leave over time with traffic, and prune drops the rest', async (t) => {
+  const { clock, limiter } = setup(1000)
+  const r = rule(1, 1000)
+  for (let i = 0; i < 500; i++) limiter.consume([{ key: `k${i}`, rule: r }])
+  t.equal(limiter.size(), 500)
+  clock.advance(1000)
+  limiter.consume([{ key: 'fresh', rule: r }])
+  t.ok(limiter.size() < 500, `a single consume sweeps a chunk (${limiter.size()} left)`)
+  for (let i = 0; i < 20; i++) limiter.consume([{ key: `fresh${i}`, rule: r }])
+  t.equal(limiter.size(), 21, 'traffic alone drains the expired keys')
+  clock.advance(1000)
+  t.equal(limiter.prune(), 21)
+  t.equal(limiter.size(), 0)
+})
+
+t.test('keys under different windows are swept independently', async (t) => {
+  const { clock, limiter } = setup(10)
+  t.ok(limiter.consume([{ key: 'long', rule: rule(1, 60_000) }]).ok)
+  clock.advance(1)
+  t.ok(limiter.consume([{ key: 'short', rule: rule(1, 1000) }]).ok)
+  clock.advance(1000)
+  t.equal(limiter.prune(), 1, "'short' expired although it came after a live key of a longer window")
+  t.notOk(limiter.consume([{ key: 'long', rule: rule(1, 60_000) }]).ok)
+})
+
+t.test('a clock that steps back does not free or reorder anything', async (t) => {
+  const clock = fakeClock()
+  const limiter = createRateLimiter({ maxKeys: 10, now: clock.now })
+  const r1 = rule(1, 10_000)
+  t.ok(limiter.consume([{ key: 'k', rule: r1 }]).ok)
+  clock.advance(-60_000)
+  t.notOk(limiter.consume([{ key: 'k', rule: r1 }]).ok)
+  clock.advance(70_000)
+  t.ok(limiter.consume([{ key: 'k', rule: r1 }]).ok)
+})
+
+t.test('limitKey keeps axes and parts apart', async (t) => {
+  t.equal(limitKey('login.ip_email', '1.2.3.4', 'a@b.c'), 'login.ip_email:1.2.3.4|a@b.c')
+  t.equal(limitKey('refresh.ip', '2001:db8::/64'), 'refresh.ip:2001:db8::/64')
+  t.not(limitKey('x', 'a|b', 'c'), limitKey('x', 'a', 'b|c'), '| inside a part is escaped')
+  t.not(limitKey('x', 'a\\', '|b'), limitKey('x', 'a\\|', 'b'), 'and so is the escape character')
+  t.not(limitKey('x', 'a', 'b'), limitKey('x', 'a|b'))
+  t.throws(() => limitKey('login:ip', 'x'), 'an axis with ":" could collide with another axis plus a part')
+  t.throws(() => limitKey('', 'x'))
+})
+
+t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, and fall back after the window', async (t) => {
+  v8.setFlagsFromString('--expose-gc')
+  const gc = (globalThis.gc ?? runInNewContext('gc')) as () => void
+  const heap = () => {
+    gc()
+    gc()
+    return process.memoryUsage().heapUsed
+  }
+  const MB = 1024 * 1024
+  const r = rule(50, 15 * 60_000)
+  const keyOf = (i: number) => limitKey('login.ip', `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)
+
+  {
+    const clock = fakeClock()
+    const before = heap()
+    const limiter = createRateLimiter({ maxKeys: 200_000, now: clock.now })
+    for (let i = 0; i < 200_000; i++) {
+      if (!limiter.consume([{ key: keyOf(i), rule: r }]).ok) throw new Error(`key ${i} refused`)
+    }
+    const grown = heap() - before
+    t.equal(limiter.size(), 200_000)
+    t.ok(grown <= 64 * MB, `200 000 keys held in ${(grown / MB).toFixed(1)} MB`)
+  }
+
+  const clock = fakeClock()
+  const before = heap()
+  const limiter = createRateLimiter({ maxKeys: 100_000, now: clock.now })
+  let refused = 0
+  for (let i = 0; i < 200_000; i++) {
+    if (i % 1000 === 0) clock.advance(1)
+    if (!limiter.consume([{ key: keyOf(i), rule: r }]).ok) refused++
+  }
+  const grown = heap() - before
+  t.equal(limiter.size(), 100_000, 'never more than maxKeys')
+  t.equal(refused, 100_000, 'the keys beyond maxKeys were refused, not swapped in')
+  t.ok(grown <= 64 * MB, `${(grown / MB).toFixed(1)} MB`)
+
+  clock.advance(15 * 60_000)
+  for (let i = 0; i < 1000; i++) limiter.consume([{ key: limitKey('login.ip', `fresh${i}`), rule: r }])
+  t.ok(limiter.size() < 100_000, `traffic after the window drains expired keys (${limiter.size()} left)`)
+  limiter.prune()
+  t.equal(limiter.size(), 1000, 'only the fresh keys remain')
+  t.ok(limiter.consume([{ key: keyOf(5), rule: r }]).ok, 'and new keys are welcome again')
+})
+
+t.test('a full limiter stays fast: refusing and sweeping are not scans', async (t) => {
+  const { clock, limiter } = setup(100_000)
+  const r = rule(1, 60_000)
+  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `k${i}`, rule: r }])
+  const start = process.hrtime.bigint()
+  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `new${i}`, rule: r }])
+  const refusedMs = Number(process.hrtime.bigint() - start) / 1e6
+  t.ok(refusedMs < 1000, `100 000 refusals against a full map took ${refusedMs.toFixed(0)} ms`)
+  clock.advance(60_000)
+  const start2 = process.hrtime.bigint()
+  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `next${i}`, rule: r }])
+  const replaceMs = Number(process.hrtime.bigint() - start2) / 1e6
+  t.equal(limiter.size(), 100_000)
+  t.ok(replaceMs < 1000, `100 000 consumes replacing expired keys took ${replaceMs.toFixed(0)} ms`)
+})
+
+t.test('property: never more than count passes in any window, and exactly the sliding log', async (t) => {
+  const step = fc.record({ dt: fc.nat({ max: 3000 }), key: fc.integer({ min: 0, max: 2 }) })
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 5 }),
+      fc.integer({ min: 1, max: 5000 }),
+      fc.array(step, { maxLength: 200 }),
+      (count, windowMs, steps) => {
+        const clock = fakeClock(0)
+        const limiter = createRateLimiter({ maxKeys: 100, now: clock.now })
+        const r = rule(count, windowMs)
+        const passed: number[][] = [[], [], []]
+        for (const { dt, key } of steps) {
+          clock.advance(dt)
+          const now = clock.now()
+          const inWindow = passed[key].filter((at) => at > now - windowMs)
+          const result = limiter.consume([{ key: String(key), rule: r }])
+          // the reference model: a sliding log of the passed events
+          if (result.ok !== inWindow.length < count) return false
+          if (result.ok) passed[key].push(now)
+          else if (result.retryAfterS !== Math.max(1, Math.ceil((inWindow[inWindow.length - count] + windowMs - now) / 1000))) {
+            return false
+          }
+        }
+        for (const times of passed) {
+          for (const end of times) {
+            if (times.filter((at) => at > end - windowMs && at <= end).length > count) return false
+          }
+        }
+        return true
+      },
+    ),
+    { numRuns: 300 },
+  )
+  t.pass('300 random schedules agree with the model')
+})
+
+t.test('property: a multi-entry consume counts on all entries or on none', async (t) => {
+  const call = fc.record({
+    dt: fc.nat({ max: 2000 }),
+    keys: fc.uniqueArray(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 3 }),
+  })
+  fc.assert(
+    fc.property(fc.array(call, { maxLength: 100 }), (calls) => {
+      const clock = fakeClock(0)
+      const limiter = createRateLimiter({ maxKeys: 100, now: clock.now })
+      const rules = [rule(1, 1000), rule(2, 3000), rule(3, 2000), rule(2, 5000)]
+      const passed: number[][] = [[], [], [], []]
+      for (const { dt, keys } of calls) {
+        clock.advance(dt)
+        const now = clock.now()
+        const room = keys.every((k) => passed[k].filter((at) => at > now - rules[k].windowMs).length < rules[k].count)
+        const result = limiter.consume(keys.map((k) => ({ key: `k${k}`, rule: rules[k] })))
+        if (result.ok !== room) return false
+        if (result.ok) for (const k of keys) passed[k].push(now)
+      }
+      return true
+    }),
+    { numRuns: 300 },
+  )
+  t.pass('300 random schedules agree with the model')
+})
