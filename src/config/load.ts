@@ -34,7 +34,7 @@ export function loadConfig(input: LoadConfigInput): { config: Config; file: stri
   const dev = flags.dev === true
   const file = locateConfigFile(flags.config, env.AUTHD_CONFIG, cwd)
   const layers: Layer[] = [
-    flattenTable(builtInDefaults({ dev }), 'by default'),
+    flattenTable(builtInDefaults({ dev }), dev ? 'by default with --dev' : 'by default'),
     file === null ? new Map() : readConfigFile(file),
     readEnv(env),
     readFlags(flags),

@@ -31,6 +31,13 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
   const fail = (path: string, problem: string, at: Entry, value: unknown = at.value): never => {
     throw new ConfigError(`config: ${path} ${problem} (got ${showValue(value)} ${at.source})`, path)
   }
+  // A rule between two keys: name both values and where each came from, since either may be the fix.
+  const conflict = (path: KeyPath, problem: string, other: KeyPath): never => {
+    const at = entry(path)
+    const also = entry(other)
+    const detail = `got ${showValue(at.value)} ${at.source}; ${other} is ${showValue(also.value)} ${also.source}`
+    throw new ConfigError(`config: ${path} ${problem} (${detail})`, path)
+  }
 
   const string = (path: KeyPath, problem = 'must be a non-empty string', ok = (_: string) => true): string => {
     const at = entry(path)
@@ -95,23 +102,18 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
   const cookieName = string('cookie.name', 'must be a cookie name (letters, digits and !#$%&\'*+-.^_`|~)', (n) =>
     COOKIE_TOKEN.test(n),
   )
-  // Browsers drop a __Secure- / __Host- cookie that lacks Secure (and __Host- also needs Path=/),
-  // which would silently break refresh.
+  // Browsers drop such cookies outright, which would silently break refresh.
+  if (sameSite === 'None' && !secure) conflict('cookie.same_site', 'None requires cookie.secure = true', 'cookie.secure')
   if (/^__(secure|host)-/i.test(cookieName) && !secure) {
-    fail('cookie.name', 'with a __Secure- or __Host- prefix requires cookie.secure = true (with --dev, leave cookie.name unset)', entry('cookie.name'))
+    conflict('cookie.secure', 'must be true when cookie.name has a __Secure- or __Host- prefix', 'cookie.name')
   }
   if (/^__host-/i.test(cookieName) && cookiePath !== '/') {
-    fail('cookie.path', `must be "/" for a __Host- cookie name (${cookieName})`, entry('cookie.path'))
-  }
-  if (sameSite === 'None' && !secure) {
-    fail('cookie.same_site', 'None requires cookie.secure = true (browsers reject SameSite=None without Secure)', entry('cookie.same_site'))
+    conflict('cookie.path', 'must be "/" when cookie.name has a __Host- prefix', 'cookie.name')
   }
 
   const minLength = integer('passwords.min_length', 1, 4096)
   const maxLength = integer('passwords.max_length', 1, 4096)
-  if (maxLength < minLength) {
-    fail('passwords.max_length', `must be >= passwords.min_length (${minLength})`, entry('passwords.max_length'))
-  }
+  if (maxLength < minLength) conflict('passwords.max_length', 'must be >= passwords.min_length', 'passwords.min_length')
 
   return {
     server: {

@@ -60,6 +60,16 @@ t.test('--dev drops the Secure attribute and the __Secure- prefix of the cookie'
   t.same(config.cookie, { name: 'authd_rt', secure: false, sameSite: 'Strict', path: '/api/auth' })
 })
 
+t.test('--dev with an explicit __Secure- cookie name is an error naming both keys', async (t) => {
+  const cwd = t.testdir({ 'auth.toml': '[cookie]\nname = "__Secure-rt"\n' })
+  configError(
+    t,
+    () => load(cwd, { flags: { dev: true } }),
+    'config: cookie.secure must be true when cookie.name has a __Secure- or __Host- prefix',
+    '(got false by default with --dev; cookie.name is "__Secure-rt" in ' + join(cwd, 'auth.toml') + ')',
+  )
+})
+
 t.test('--dev keeps an explicitly configured cookie', async (t) => {
   const cwd = t.testdir({ 'auth.toml': '[cookie]\nname = "rt"\nsecure = true\n' })
   t.same(load(cwd, { flags: { dev: true } }).config.cookie, { name: 'rt', secure: true, sameSite: 'Strict', path: '/api/auth' })
@@ -138,7 +148,6 @@ t.test('unknown keys in the file are errors, at any depth', async (t) => {
     ['top = 1\n', 'top'],
     ['[rate_limit.login]\nper_ip_mail = "5/1m"\n', 'rate_limit.login.per_ip_mail'],
     ['[rate_limit.logout]\nper_ip = "5/1m"\n', 'rate_limit.logout'],
-    ['[server.host]\nx = 1\n', 'server.host'],
   ]
   for (const [toml, key] of cases) {
     const cwd = t.testdir({ 'auth.toml': toml })
@@ -146,6 +155,8 @@ t.test('unknown keys in the file are errors, at any depth', async (t) => {
   }
   const cwd = t.testdir({ 'auth.toml': 'server = 1\n' })
   configError(t, () => load(cwd), 'config: server must be a table')
+  const cwd2 = t.testdir({ 'auth.toml': '[server.host]\nx = 1\n' })
+  configError(t, () => load(cwd2), 'config: server.host', 'got a table')
 })
 
 t.test('unknown AUTHD_ variables are errors; other variables are ignored', async (t) => {
@@ -206,18 +217,19 @@ t.test('each bad value is an error naming the key, the value and its source', as
     [{ AUTHD_SESSIONS_REUSE_GRACE: '1.5s' }, 'sessions.reuse_grace', '"1.5s"'],
     [{ AUTHD_COOKIE_NAME: 'a b' }, 'cookie.name', '"a b"'],
     [{ AUTHD_COOKIE_SECURE: 'yes' }, 'cookie.secure must be true or false', '"yes"'],
-    [{ AUTHD_COOKIE_SECURE: 'false' }, 'cookie.name', '"__Secure-authd_rt"'],
-    [{ AUTHD_COOKIE_NAME: '__Host-rt' }, 'cookie.path must be "/"', '"/api/auth"'],
+    [{ AUTHD_COOKIE_SECURE: 'false' }, 'cookie.secure must be true when cookie.name has a __Secure- or __Host- prefix', 'false'],
+    [{ AUTHD_COOKIE_PATH: '/api/auth', AUTHD_COOKIE_NAME: '__Host-rt' }, 'cookie.path must be "/" when cookie.name has a __Host- prefix', '"/api/auth"'],
     [{ AUTHD_COOKIE_SAME_SITE: 'strict' }, 'cookie.same_site', '"strict"'],
-    [{ AUTHD_COOKIE_SAME_SITE: 'None', AUTHD_COOKIE_SECURE: 'false', AUTHD_COOKIE_NAME: 'rt' }, 'cookie.same_site None requires cookie.secure', '"None"'],
+    [{ AUTHD_COOKIE_SAME_SITE: 'None', AUTHD_COOKIE_SECURE: 'false' }, 'cookie.same_site None requires cookie.secure = true', '"None"'],
     [{ AUTHD_COOKIE_PATH: 'api' }, 'cookie.path', '"api"'],
     [{ AUTHD_COOKIE_PATH: '/a;b' }, 'cookie.path', '"/a;b"'],
     [{ AUTHD_CORS_ORIGINS: 'https://a.example.com/app' }, 'cors.origins', '"https://a.example.com/app"'],
     [{ AUTHD_CORS_ORIGINS: '*' }, 'cors.origins', '"*"'],
+    [{ AUTHD_CORS_ORIGINS: 'https://a.example.com?' }, 'cors.origins', '"https://a.example.com?"'],
     [{ AUTHD_CORS_ORIGINS: 'chrome-extension://abc' }, 'cors.origins', '"chrome-extension://abc"'],
     [{ AUTHD_PASSWORDS_MIN_LENGTH: '0' }, 'passwords.min_length', '0'],
     [{ AUTHD_PASSWORDS_MAX_LENGTH: '4097' }, 'passwords.max_length', '4097'],
-    [{ AUTHD_PASSWORDS_MIN_LENGTH: '12', AUTHD_PASSWORDS_MAX_LENGTH: '10' }, 'passwords.max_length must be >= passwords.min_length (12)', '10'],
+    [{ AUTHD_PASSWORDS_MAX_LENGTH: '10', AUTHD_PASSWORDS_MIN_LENGTH: '12' }, 'passwords.max_length must be >= passwords.min_length', '10'],
     [{ AUTHD_PASSWORDS_MEMORY_KIB: '19455' }, 'passwords.memory_kib must be an integer 19456-1048576', '19455'],
     [{ AUTHD_PASSWORDS_MEMORY_KIB: '2000000' }, 'passwords.memory_kib', '2000000'],
     [{ AUTHD_PASSWORDS_TIME_COST: '1' }, 'passwords.time_cost', '1'],
@@ -235,8 +247,8 @@ t.test('each bad value is an error naming the key, the value and its source', as
   ]
   for (const [env, key, value] of cases) {
     t.test(`${key} ${value}`, async (t) => {
-      const variable = Object.keys(env).at(-1)!
-      configError(t, () => load(cwd, { env }), `config: ${key}`, `(got ${value}`, `from ${variable}`)
+      const sources = Object.keys(env).map((name) => `from ${name}`)
+      configError(t, () => load(cwd, { env }), `config: ${key}`, `(got ${value} from`, ...sources)
     })
   }
 })

@@ -107,6 +107,28 @@ t.test('one key listed twice in a call is charged twice', async (t) => {
   t.equal(limiter.size(), 1)
 })
 
+t.test('edge cases answer with a full window rather than never', async (t) => {
+  const { limiter } = setup(1)
+  const r1 = rule(1, 30_000)
+  t.equal(retry(limiter.consume([{ key: 'k', rule: r1 }, { key: 'k', rule: r1 }])), 30, 'two events can never fit a limit of 1')
+  t.equal(retry(limiter.consume([{ key: 'a', rule: r1 }, { key: 'b', rule: r1 }])), 30, 'two new keys can never fit maxKeys 1')
+  t.equal(limiter.size(), 0)
+})
+
+t.test('a key emptied by a refused call is still dropped later', async (t) => {
+  const { clock, limiter } = setup(50)
+  const short = rule(1, 1000)
+  for (let i = 0; i < 40; i++) t.ok(limiter.consume([{ key: `s${i}`, rule: short }]).ok)
+  t.ok(limiter.consume([{ key: 'block', rule: rule(1, 60_000) }]).ok)
+  clock.advance(1000)
+  // the sweep at the start of this call drops a chunk of the expired keys, not s39; the call
+  // then empties s39's log but is refused because of 'block', so s39 stays, with no events
+  t.notOk(limiter.consume([{ key: 's39', rule: short }, { key: 'block', rule: rule(1, 60_000) }]).ok)
+  t.ok(limiter.size() > 1)
+  t.equal(limiter.prune(), 40 - 32, 'everything expired goes, the emptied key too')
+  t.equal(limiter.size(), 1)
+})
+
 t.test('release un-counts exactly the events of that consume', async (t) => {
   const { clock, limiter } = setup()
   const r2 = rule(2, 60_000)
@@ -142,6 +164,19 @@ t.test('release of events that are gone is a no-op', async (t) => {
   if (!b.ok) throw new Error('unreachable')
   limiter.release(b.token)
   t.notOk(limiter.consume([{ key: 'k', rule: r1 }]).ok, "b's event had expired: nothing of the new one is released")
+})
+
+t.test('release after the event slid out of a still-held key frees nothing', async (t) => {
+  const { clock, limiter } = setup()
+  const r2 = rule(2, 10_000)
+  const early = limiter.consume([{ key: 'k', rule: r2 }]) // 0 s
+  clock.advance(5000)
+  t.ok(limiter.consume([{ key: 'k', rule: r2 }]).ok) // 5 s
+  clock.advance(5000)
+  t.ok(limiter.consume([{ key: 'k', rule: r2 }]).ok, '10 s: the 0 s event slid out') // 5 s, 10 s
+  if (!early.ok) throw new Error('unreachable')
+  limiter.release(early.token)
+  t.notOk(limiter.consume([{ key: 'k', rule: r2 }]).ok, 'the 5 s and 10 s events still count')
 })
 
 t.test('releasing the only event drops the key', async (t) => {
@@ -274,40 +309,41 @@ t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, an
     return process.memoryUsage().heapUsed
   }
   const MB = 1024 * 1024
-  const r = rule(50, 15 * 60_000)
+  const r = rule(5, 15 * 60_000)
   const keyOf = (i: number) => limitKey('login.ip', `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)
 
-  {
-    const clock = fakeClock()
+  // Fills a fresh limiter with `keys` distinct keys, one event each, on a realistic clock
+  // (fractional milliseconds, as performance.now() gives), and measures the heap it holds.
+  function fill(maxKeys: number, keys: number) {
+    const clock = fakeClock(123_456.789)
     const before = heap()
-    const limiter = createRateLimiter({ maxKeys: 200_000, now: clock.now })
-    for (let i = 0; i < 200_000; i++) {
-      if (!limiter.consume([{ key: keyOf(i), rule: r }]).ok) throw new Error(`key ${i} refused`)
+    const limiter = createRateLimiter({ maxKeys, now: clock.now })
+    let refused = 0
+    for (let i = 0; i < keys; i++) {
+      if (i % 1000 === 0) clock.advance(1.5)
+      if (!limiter.consume([{ key: keyOf(i), rule: r }]).ok) refused++
     }
-    const grown = heap() - before
-    t.equal(limiter.size(), 200_000)
-    t.ok(grown <= 64 * MB, `200 000 keys held in ${(grown / MB).toFixed(1)} MB`)
+    return { clock, limiter, refused, grownMB: (heap() - before) / MB }
   }
 
-  const clock = fakeClock()
-  const before = heap()
-  const limiter = createRateLimiter({ maxKeys: 100_000, now: clock.now })
-  let refused = 0
-  for (let i = 0; i < 200_000; i++) {
-    if (i % 1000 === 0) clock.advance(1)
-    if (!limiter.consume([{ key: keyOf(i), rule: r }]).ok) refused++
+  {
+    const { limiter, refused, grownMB } = fill(200_000, 200_000)
+    t.equal(limiter.size(), 200_000)
+    t.equal(refused, 0)
+    t.ok(grownMB <= 64, `200 000 keys held in ${grownMB.toFixed(1)} MB`)
   }
-  const grown = heap() - before
+
+  const { clock, limiter, refused, grownMB } = fill(100_000, 200_000)
   t.equal(limiter.size(), 100_000, 'never more than maxKeys')
   t.equal(refused, 100_000, 'the keys beyond maxKeys were refused, not swapped in')
-  t.ok(grown <= 64 * MB, `${(grown / MB).toFixed(1)} MB`)
+  t.ok(grownMB <= 64, `maxKeys 100 000 after 200 000 keys: ${grownMB.toFixed(1)} MB`)
 
   clock.advance(15 * 60_000)
   for (let i = 0; i < 1000; i++) limiter.consume([{ key: limitKey('login.ip', `fresh${i}`), rule: r }])
   t.ok(limiter.size() < 100_000, `traffic after the window drains expired keys (${limiter.size()} left)`)
   limiter.prune()
-  t.equal(limiter.size(), 1000, 'only the fresh keys remain')
-  t.ok(limiter.consume([{ key: keyOf(5), rule: r }]).ok, 'and new keys are welcome again')
+  t.equal(limiter.size(), 1000, 'prune leaves only the fresh keys')
+  t.ok(limiter.consume([{ key: keyOf(150_000), rule: r }]).ok, 'and a once-refused key is welcome now')
 })
 
 t.test('a full limiter stays fast: refusing and sweeping are not scans', async (t) => {
@@ -317,13 +353,13 @@ t.test('a full limiter stays fast: refusing and sweeping are not scans', async (
   const start = process.hrtime.bigint()
   for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `new${i}`, rule: r }])
   const refusedMs = Number(process.hrtime.bigint() - start) / 1e6
-  t.ok(refusedMs < 1000, `100 000 refusals against a full map took ${refusedMs.toFixed(0)} ms`)
+  t.ok(refusedMs < 3000, `100 000 refusals against a full map took ${refusedMs.toFixed(0)} ms`)
   clock.advance(60_000)
   const start2 = process.hrtime.bigint()
   for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `next${i}`, rule: r }])
   const replaceMs = Number(process.hrtime.bigint() - start2) / 1e6
   t.equal(limiter.size(), 100_000)
-  t.ok(replaceMs < 1000, `100 000 consumes replacing expired keys took ${replaceMs.toFixed(0)} ms`)
+  t.ok(replaceMs < 3000, `100 000 consumes replacing expired keys took ${replaceMs.toFixed(0)} ms`)
 })
 
 t.test('property: never more than count passes in any window, and exactly the sliding log', async (t) => {
