@@ -1,0 +1,205 @@
+/**
+ * Builds authd on a temp LMDB store for tests: in-process services (inject or a real socket on
+ * port 0), or the real daemon as a child process. Every resource is torn down with the test.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { request } from 'undici'
+import type { Test } from 'tap'
+import { loadConfig } from '../../src/config/load.js'
+import type { Config } from '../../src/config/types.js'
+import { createLogger } from '../../src/core/logger.js'
+import { createServices, type Services, type ServiceOptions } from '../../src/daemon/services.js'
+import { listen } from '../../src/daemon/server.js'
+import type { UserRecord } from '../../src/store/store.js'
+import { newUserId } from '../../src/core/users.js'
+
+type T = Test
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+export const AUTHD_BIN = fileURLToPath(new URL('../../bin/authd.js', import.meta.url))
+export const AUTHCTL_BIN = fileURLToPath(new URL('../../bin/authctl.js', import.meta.url))
+
+/** A Config from AUTHD_* style overrides, e.g. { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '5/1m' } */
+export function testConfig(dir: string, env: Record<string, string> = {}, flags: { dev?: boolean } = {}): Config {
+  return loadConfig({ flags: { data: dir, ...flags }, env: { AUTHD_LOG_LEVEL: 'info', ...env }, cwd: dir }).config
+}
+
+/** Captured log lines (parsed JSON) and the raw text, for hygiene checks */
+export interface LogCapture {
+  lines: Array<Record<string, unknown>>
+  text(): string
+  stream: Writable
+}
+
+export function captureLogs(): LogCapture {
+  let raw = ''
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      const s = chunk.toString('utf8')
+      raw += s
+      for (const l of s.split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l) as Record<string, unknown>)
+      cb()
+    },
+  })
+  return { lines, text: () => raw, stream }
+}
+
+export interface TestApp extends Services {
+  logs: LogCapture
+  dir: string
+}
+
+export async function buildApp(
+  t: T,
+  opts: { env?: Record<string, string>; dev?: boolean; now?: () => number; dir?: string } & Omit<ServiceOptions, 'logger' | 'logDestination'> = {},
+): Promise<TestApp> {
+  const dir = opts.dir ?? t.testdir()
+  const config = testConfig(dir, opts.env, { dev: opts.dev })
+  const logs = captureLogs()
+  const logger = createLogger({ level: config.log.level, destination: logs.stream })
+  const services = await createServices(config, { ...opts, logger, processMetrics: false })
+  t.teardown(() => services.close())
+  return { ...services, logs, dir }
+}
+
+export interface TestServer extends TestApp {
+  url: string
+  port: number
+}
+
+/** The app on a real socket, 127.0.0.1, port 0 */
+export async function startServer(t: T, opts: Parameters<typeof buildApp>[1] = {}): Promise<TestServer> {
+  const app = await buildApp(t, opts)
+  const running = await listen(app, '127.0.0.1', 0)
+  t.teardown(() => running.stop(1000))
+  return { ...app, url: running.url, port: running.port }
+}
+
+/** Puts a user straight into the store (real argon2 hash at the configured parameters) */
+export async function addUser(app: Services, email: string, password: string, extra: Partial<UserRecord> = {}): Promise<UserRecord> {
+  const now = Date.now()
+  const user: UserRecord = {
+    id: newUserId(),
+    email,
+    passwordHash: await app.hasher.hash(password),
+    createdAt: now,
+    updatedAt: now,
+    disabled: false,
+    ...extra,
+  }
+  if (!(await app.store.createUser(user))) throw new Error(`user ${email} exists`)
+  return user
+}
+
+export interface Reply {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: any
+  text: string
+}
+
+/** One HTTP request over a real socket; JSON bodies are sent with the JSON content type */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  opts: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers }
+  let body: string | Buffer | undefined = opts.body
+  if (opts.json !== undefined) {
+    body = JSON.stringify(opts.json)
+    headers['content-type'] ??= 'application/json'
+  }
+  const res = await request(url + path, { method: method as 'GET', headers, body })
+  const text = await res.body.text()
+  let parsed: unknown = undefined
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    parsed = undefined
+  }
+  return { status: res.statusCode, headers: res.headers, body: parsed, text }
+}
+
+/** A minimal cookie jar for the refresh cookie: remembers the last value set (or cleared) */
+export class CookieJar {
+  value: string | undefined
+  lastSetCookie: string | undefined
+  constructor(readonly name: string) {}
+  header(): Record<string, string> {
+    return this.value === undefined ? {} : { cookie: `${this.name}=${this.value}` }
+  }
+  take(reply: Reply): void {
+    const sc = reply.headers['set-cookie']
+    const list = sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]
+    for (const c of list) {
+      if (!c.startsWith(`${this.name}=`)) continue
+      this.lastSetCookie = c
+      const value = c.slice(this.name.length + 1).split(';')[0]!
+      this.value = /Max-Age=0/i.test(c) || value === '' ? undefined : value
+    }
+  }
+}
+
+export interface Daemon {
+  url: string
+  port: number
+  proc: ChildProcess
+  output(): string
+  /** kill -9 */
+  crash(): Promise<void>
+  /** SIGTERM and wait for the exit code */
+  stop(): Promise<number | null>
+}
+
+/** Runs the real `authd start` (built dist/) as a child process on port 0 */
+export async function spawnDaemon(t: T, dir: string, env: Record<string, string> = {}, args: string[] = []): Promise<Daemon> {
+  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0', ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  t.teardown(async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      proc.kill('SIGKILL')
+      await exited
+    }
+  })
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`authd did not start:\n${out}`)), 15_000)
+    const check = (): void => {
+      const m = /"port":(\d+)/.exec(out)
+      if (m !== null) {
+        clearTimeout(timer)
+        resolve(Number(m[1]))
+      }
+    }
+    proc.stdout!.on('data', check)
+    proc.once('exit', () => {
+      clearTimeout(timer)
+      reject(new Error(`authd exited before listening:\n${out}`))
+    })
+  })
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    proc,
+    output: () => out,
+    crash: async () => {
+      proc.kill('SIGKILL')
+      await exited
+    },
+    stop: async () => {
+      proc.kill('SIGTERM')
+      return exited
+    },
+  }
+}
