@@ -5,7 +5,7 @@
  * successor again within the reuse grace without ever storing a live token.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RefreshDecision, SessionRecord } from '../store/store.js'
+import type { RefreshDecision, SessionRecord, Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
 
@@ -84,4 +84,13 @@ export function decideRefresh(
 
   // A used token presented again: someone holds a copy. End the whole session.
   return { action: 'revoke', result: { kind: 'reuse', session } }
+}
+
+/** Deletes sessions past their idle or absolute expiry; returns how many. */
+export async function sweepExpiredSessions(store: Store, now: number, policy: SessionPolicy): Promise<number> {
+  let n = 0
+  for (const s of store.listSessions()) {
+    if (!isLive(s, now, policy) && (await store.revokeSession(s.id))) n++
+  }
+  return n
 }

@@ -8,6 +8,7 @@ import { stringify } from 'smol-toml'
 import type { Logger } from 'pino'
 import { ConfigError, loadConfig, type ConfigFlags } from '../config/load.js'
 import { describeConfig } from '../config/describe.js'
+import { derivePublicUrl } from '../config/defaults.js'
 import type { Config } from '../config/types.js'
 import { createLogger } from '../core/logger.js'
 import { createServices } from './services.js'
@@ -79,6 +80,10 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
   const services = await createServices(config, { logger: log })
   const running = await listen(services, config.server.host, config.server.port)
+  if (config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)) {
+    // the default public URL names the port actually chosen
+    config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
+  }
   log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
 
   process.on('uncaughtException', (err) => {

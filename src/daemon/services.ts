@@ -13,6 +13,7 @@ import { createLogger } from '../core/logger.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
 import { createPasswordPolicy } from '../core/password-policy.js'
 import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
+import { sweepExpiredSessions } from '../core/sessions.js'
 import { createApp, type Handler } from '../http/app.js'
 import { createMetrics, type Metrics } from '../http/metrics.js'
 import { openLmdbStore } from '../store/lmdb-store.js'
@@ -65,6 +66,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, refreshSecret, now, log, events: metrics.events })
   let ready = true
   const handler = createApp({ config, auth, keyring, metrics, log, ready: () => ready })
+  // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
+  const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
+  const sweepTimer = setInterval(() => {
+    sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
+  }, 10 * 60_000).unref()
   return {
     config,
     store,
@@ -80,6 +86,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     },
     close: async () => {
       ready = false
+      clearInterval(pruneTimer)
+      clearInterval(sweepTimer)
       if (opts.store === undefined) await store.close()
     },
   }

@@ -14,9 +14,18 @@ export interface OriginPolicy {
 
 export function createOriginPolicy(config: Config): OriginPolicy {
   const listed = new Set(config.cors.origins.map((o) => new URL(o).origin))
-  const own = new URL(config.server.publicUrl).origin
+  // read per call: with --port 0 the daemon learns its own URL only once it listens
+  let ownUrl = ''
+  let own = ''
+  const ownOrigin = (): string => {
+    if (ownUrl !== config.server.publicUrl) {
+      ownUrl = config.server.publicUrl
+      own = new URL(ownUrl).origin
+    }
+    return own
+  }
   return {
     corsAllowed: (origin) => listed.has(origin),
-    cookieAllowed: (origin) => origin === undefined || origin === own || listed.has(origin),
+    cookieAllowed: (origin) => origin === undefined || origin === ownOrigin() || listed.has(origin),
   }
 }
