@@ -1,0 +1,196 @@
+import { spawn } from 'node:child_process'
+import { open } from 'lmdb'
+import t from 'tap'
+import { migrate, SCHEMA_VERSION, type Migration, type MigrationTarget } from '../../src/store/migrations.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import type { KeyRecord, UserRecord } from '../../src/store/store.js'
+import { generateKey } from '../../src/core/keys.js'
+import { AUTHD_BIN } from '../helpers/app.js'
+
+// The store's on-disk layout, written here with lmdb directly (as an older authd would have left
+// it) so that these tests do not depend on the code under test to build their fixtures.
+const LMDB_OPTIONS = { noSubdir: false, maxDbs: 16, compression: false } as const
+
+const fixtureUser: UserRecord = {
+  id: 'u_fixture0000000000000001',
+  email: 'old@example.com',
+  passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$ZmFrZWhhc2hmYWtlaGFzaGZha2VoYXNoZmFrZWg',
+  createdAt: 1_700_000_000_000,
+  updatedAt: 1_700_000_000_000,
+  disabled: false,
+}
+
+/** Writes a store as authd wrote it before the schema was versioned (no schema_version) or stamped `version`. */
+async function writeFixture(dir: string, version: number | undefined): Promise<KeyRecord> {
+  const root = open({ path: dir, ...LMDB_OPTIONS })
+  const key = generateKey('ES256', 1_700_000_000_000)
+  await root.transaction(() => {
+    root.openDB({ name: 'users' }).put(fixtureUser.id, fixtureUser)
+    root.openDB({ name: 'emails' }).put(fixtureUser.email, fixtureUser.id)
+    root.openDB({ name: 'keys' }).put(key.kid, key)
+    const meta = root.openDB({ name: 'meta' })
+    meta.put('keys_version', 1)
+    if (version !== undefined) meta.put('schema_version', version)
+  })
+  await root.close()
+  return key
+}
+
+/** The version stamped on disk, read with lmdb directly (Store.schemaVersion() defaults when unstamped). */
+async function stampedVersion(dir: string): Promise<unknown> {
+  const root = open({ path: dir, ...LMDB_OPTIONS })
+  const v = root.openDB({ name: 'meta' }).get('schema_version')
+  await root.close()
+  return v
+}
+
+t.test('a store written before schema versioning is migrated to the current schema on open, data intact', async (t) => {
+  const dir = t.testdir()
+  const key = await writeFixture(dir, undefined)
+  t.equal(await stampedVersion(dir), undefined, 'the fixture carries no schema version')
+
+  const store = await openLmdbStore({ path: dir })
+  t.same(store.getUserByEmail('old@example.com'), fixtureUser, 'users written by the old schema read back')
+  t.same(store.listKeys().map((k) => k.kid), [key.kid], 'keys written by the old schema read back')
+  t.equal(store.schemaVersion(), SCHEMA_VERSION)
+  await store.close()
+  t.equal(await stampedVersion(dir), SCHEMA_VERSION, 'the store is stamped with the current version')
+})
+
+t.test('a brand-new store is stamped with the current version', async (t) => {
+  const dir = t.testdir()
+  const store = await openLmdbStore({ path: dir })
+  await store.close()
+  t.equal(await stampedVersion(dir), SCHEMA_VERSION)
+})
+
+t.test('a store at the current version opens unchanged', async (t) => {
+  const dir = t.testdir()
+  await writeFixture(dir, SCHEMA_VERSION)
+  const store = await openLmdbStore({ path: dir })
+  t.same(store.getUser(fixtureUser.id), fixtureUser)
+  await store.close()
+  t.equal(await stampedVersion(dir), SCHEMA_VERSION)
+})
+
+t.test('a store written by a newer authd is refused with a clear message and left untouched', async (t) => {
+  const dir = t.testdir()
+  await writeFixture(dir, 99)
+  await t.rejects(openLmdbStore({ path: dir }), {
+    code: 'SCHEMA_TOO_NEW',
+    message: `the store was written by a newer authd (schema 99; this version understands up to ${SCHEMA_VERSION}): upgrade authd or restore a backup`,
+  })
+  t.equal(await stampedVersion(dir), 99)
+})
+
+t.test('authd start on a store from a newer authd exits 1 with that one sentence and no stack', async (t) => {
+  const dir = t.testdir()
+  await writeFixture(dir, 99)
+  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
+  const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)))
+  clearTimeout(timer)
+  t.equal(code, 1, 'exit code 1: the operation failed')
+  t.equal(
+    stderr,
+    `authd: the store was written by a newer authd (schema 99; this version understands up to ${SCHEMA_VERSION}): upgrade authd or restore a backup\n`,
+  )
+  t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
+  t.notMatch(stdout, /listening/, 'it never listened')
+  t.equal(await stampedVersion(dir), 99, 'the newer store is not modified')
+})
+
+/** An in-memory target, to watch the runner's order and its transactions. */
+function memoryTarget(initial: number | undefined, opts: { empty?: boolean } = {}) {
+  let version = initial
+  const log: string[] = []
+  let inTx = false
+  const target: MigrationTarget = {
+    version: () => version ?? 0,
+    setVersion: (v) => {
+      if (!inTx) throw new Error('setVersion outside a transaction')
+      log.push(`set ${v}`)
+      version = v
+    },
+    transaction: async (fn) => {
+      inTx = true
+      try {
+        return fn()
+      } finally {
+        inTx = false
+      }
+    },
+    isEmpty: () => opts.empty === true,
+  }
+  const step =
+    (n: number): Migration =>
+    (tgt) => {
+      if (!inTx) throw new Error('migration outside a transaction')
+      log.push(`migrate ${n}→${n + 1} (at ${tgt.version()})`)
+    }
+  return { target, log, step, current: () => version }
+}
+
+t.test('migrations run in order, each in its own transaction with its version stamp', async (t) => {
+  const m = memoryTarget(1)
+  await migrate(m.target, [m.step(0), m.step(1), m.step(2), m.step(3)])
+  t.same(m.log, ['migrate 1→2 (at 1)', 'set 2', 'migrate 2→3 (at 2)', 'set 3', 'migrate 3→4 (at 3)', 'set 4'])
+  t.equal(m.current(), 4)
+})
+
+t.test('an unversioned store starts at migration 0', async (t) => {
+  const m = memoryTarget(undefined)
+  await migrate(m.target, [m.step(0), m.step(1)])
+  t.same(m.log, ['migrate 0→1 (at 0)', 'set 1', 'migrate 1→2 (at 1)', 'set 2'])
+})
+
+t.test('a brand-new store is stamped with the latest version without running migrations', async (t) => {
+  const m = memoryTarget(undefined, { empty: true })
+  await migrate(m.target, [m.step(0), m.step(1), m.step(2)])
+  t.same(m.log, ['set 3'])
+})
+
+t.test('a migration that throws leaves the store at the last completed version', async (t) => {
+  const m = memoryTarget(0)
+  const boom: Migration = () => {
+    throw new Error('conversion failed')
+  }
+  await t.rejects(migrate(m.target, [m.step(0), boom, m.step(2)]), { message: 'conversion failed' })
+  t.equal(m.current(), 1)
+  t.same(m.log, ['migrate 0→1 (at 0)', 'set 1'])
+})
+
+t.test('a step another process already applied is skipped', async (t) => {
+  const m = memoryTarget(0)
+  // another process migrates 0 → 1 between our read and our transaction
+  const racing: MigrationTarget = {
+    ...m.target,
+    transaction: (fn) => {
+      if (m.current() === 0) {
+        m.log.push('other process: set 1')
+        return m.target.transaction(() => {
+          m.target.setVersion(1)
+          return fn()
+        })
+      }
+      return m.target.transaction(fn)
+    },
+  }
+  await migrate(racing, [m.step(0), m.step(1)])
+  t.same(m.log, ['other process: set 1', 'set 1', 'migrate 1→2 (at 1)', 'set 2'])
+})
+
+t.test('the schema this build writes is the number of migrations it knows', async (t) => {
+  const m = memoryTarget(0)
+  await migrate(m.target)
+  t.equal(m.current(), SCHEMA_VERSION)
+  t.ok(SCHEMA_VERSION >= 1)
+})
