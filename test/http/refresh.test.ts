@@ -226,7 +226,7 @@ t.test('a reuse is logged at warn with session id and ip, never the token, and c
 
 t.test('401 Refresh token is required without a cookie', async (t) => {
   const app = await startServer(t)
-  for (const headers of [{}, { cookie: 'other=1' }, { cookie: `${COOKIE}=` }]) {
+  for (const headers of <Array<Record<string, string>>>[{}, { cookie: 'other=1' }, { cookie: `${COOKIE}=` }]) {
     const res = await call(app.url, 'POST', '/api/auth/refresh', { headers })
     t.equal(res.status, 401, JSON.stringify(headers))
     t.same(res.body, { success: false, message: 'Refresh token is required' })
