@@ -2,9 +2,11 @@
  * Canonical email: trim, then NFKC, then lower-case. NFKC first so that compatibility forms
  * (full-width letters, the KELVIN SIGN) fold to their plain letters before case-folding; the
  * other order is not stable (lower-casing can produce characters NFKC changes again).
+ * Trimmed again at the end: NFKC turns some spacing marks (U+00A8 DIAERESIS, U+00B4 ACUTE…) into
+ * a space plus a combining mark, and without the second trim canonicalising twice would differ.
  */
 export function canonicalEmail(email: string): string {
-  return email.trim().normalize('NFKC').toLowerCase()
+  return email.trim().normalize('NFKC').toLowerCase().trim()
 }
 
 const MAX_EMAIL_BYTES = 254

@@ -1,0 +1,108 @@
+/**
+ * Canonical email (CONTRACT: trim, NFKC, lower-case) and register-time validity. Properties run
+ * over arbitrary Unicode and over an alphabet of the characters that make canonicalisation hard:
+ * compatibility forms, spacing marks NFKC turns into a space plus a combining mark, the KELVIN
+ * and ANGSTROM signs, dotted capital I, final sigma, ligatures.
+ */
+import fc from 'fast-check'
+import t from 'tap'
+import { canonicalEmail, isValidEmail, mayBeStoredEmail } from '../../src/core/email.js'
+
+const TRICKY = [
+  ' ', '\t', '\n', '\u00a0', '\u3000', '\u2003', '\u200b', '\ufeff',
+  '\u00a8', '\u00af', '\u00b4', '\u00b8', '\u02d8', '\u203e', '\ufe49', '\uffe3', '\u309b',
+  '\u212a', '\u212b', '\u2126', '\u0130', '\u03a3', '\u03c2', '\u00df', '\u1e9e', '\ufb01', '\u2460',
+  '\uff21', '\uff41', '\uff20', '\u0301', '\u0308', 'A', 'a', 'K', 'k', '@', '.', 'Z',
+]
+const trickyString = fc.array(fc.constantFrom(...TRICKY), { maxLength: 12 }).map((a) => a.join(''))
+const anyString = fc.string({ unit: 'grapheme', maxLength: 40 })
+const binaryString = fc.string({ unit: 'binary', maxLength: 40 })
+
+/** Rewrites a plain ASCII email letter by letter: either case, full-width forms, KELVIN SIGN for k */
+function variant(plain: string, choices: number[]): string {
+  let out = ''
+  for (let i = 0; i < plain.length; i++) {
+    const ch = plain[i]!
+    const c = choices[i % choices.length]!
+    if (/[a-z]/.test(ch)) {
+      const upper = ch.toUpperCase()
+      const forms = [ch, upper, String.fromCodePoint(0xff41 + ch.charCodeAt(0) - 97), String.fromCodePoint(0xff21 + upper.charCodeAt(0) - 65)]
+      if (ch === 'k') forms.push('\u212a')
+      out += forms[c % forms.length]
+    } else if (ch === '@') out += c % 2 === 0 ? '@' : '\uff20'
+    else if (ch === '.') out += c % 2 === 0 ? '.' : '\uff0e'
+    else out += ch
+  }
+  return out
+}
+
+t.test('canonicalises by trim, NFKC, then lower-case', async (t) => {
+  t.equal(canonicalEmail('  Ann@Example.COM\t'), 'ann@example.com')
+  t.equal(canonicalEmail('\uff21\uff4e\uff4e\uff20example.com'), 'ann@example.com', 'full-width letters and at sign')
+  t.equal(canonicalEmail('\u212aate@example.com'), 'kate@example.com', 'KELVIN SIGN is a k')
+  t.equal(canonicalEmail('\u212bsa@example.com'), '\u00e5sa@example.com', 'ANGSTROM SIGN is an å')
+  t.equal(canonicalEmail('\ufb01le@example.com'), 'file@example.com', 'the fi ligature is f, i')
+  t.equal(canonicalEmail('Stra\u00dfe@example.com'), 'stra\u00dfe@example.com', 'ß is kept (lower-case, not case-folded)')
+})
+
+t.test('is idempotent on arbitrary Unicode', async () => {
+  for (const arb of [anyString, binaryString, trickyString]) {
+    fc.assert(
+      fc.property(arb, (s) => canonicalEmail(canonicalEmail(s)) === canonicalEmail(s)),
+      { numRuns: 3000 },
+    )
+  }
+})
+
+t.test('is idempotent for a spacing mark that NFKC turns into a space (U+00A8 DIAERESIS)', async (t) => {
+  // NFKC('\u00a8') is ' \u0308': without a trim after normalising, a second pass changes it
+  const once = canonicalEmail('\u00a8ann@example.com')
+  t.equal(canonicalEmail(once), once)
+  t.notMatch(once, /^\s|\s$/, 'the canonical form never starts or ends with whitespace')
+})
+
+t.test('is idempotent for every single code point, alone and between letters', async (t) => {
+  let bad = 0
+  for (let cp = 0; cp <= 0x10ffff; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue
+    const ch = String.fromCodePoint(cp)
+    for (const s of [ch, `a${ch}`, `${ch}a`, ` ${ch}`, `${ch} `]) {
+      const c = canonicalEmail(s)
+      if (canonicalEmail(c) !== c) {
+        bad++
+        break
+      }
+    }
+  }
+  t.equal(bad, 0, 'code points whose canonical form changes on a second pass')
+})
+
+t.test('maps case and Unicode variants of an email to one canonical form', async () => {
+  const local = fc.stringMatching(/^[a-z][a-z0-9.]{0,10}[a-z0-9]$/)
+  const domain = fc.stringMatching(/^[a-z]{1,10}\.[a-z]{2,5}$/)
+  fc.assert(
+    fc.property(local, domain, fc.array(fc.nat(9), { minLength: 1, maxLength: 30 }), fc.constantFrom('', ' ', '\t', '\u00a0', '\u3000'), (l, d, choices, pad) => {
+      const plain = `${l}@${d}`
+      return canonicalEmail(pad + variant(plain, choices) + pad) === plain
+    }),
+    { numRuns: 2000 },
+  )
+})
+
+t.test('accepts exactly one @ with both sides non-empty, within 254 bytes, without controls or spaces', async (t) => {
+  for (const ok of ['a@b', 'ann@example.com', 'ann+tag@example.co.uk', '\u00e5sa@example.com', `${'a'.repeat(240)}@example.com`]) {
+    t.ok(isValidEmail(ok), ok.slice(0, 30))
+  }
+  const bad = [
+    '', 'ann', '@example.com', 'ann@', 'a@b@c', 'ann @example.com', 'ann@exa\u0000mple.com', 'ann@example.com\u007f',
+    'ann@example\u0085.com', `${'a'.repeat(250)}@example.com`, `${'\u00e5'.repeat(125)}@ex.com`, 'ann@\ud800x.com',
+  ]
+  for (const no of bad) t.notOk(isValidEmail(no), JSON.stringify(no).slice(0, 30))
+})
+
+t.test('only a non-empty email within 254 bytes may be stored', async (t) => {
+  t.notOk(mayBeStoredEmail(''))
+  t.ok(mayBeStoredEmail('a@b'))
+  t.notOk(mayBeStoredEmail('a'.repeat(255)))
+  t.notOk(mayBeStoredEmail('\u00e5'.repeat(128)), 'counted in UTF-8 bytes, not characters')
+})
