@@ -104,7 +104,8 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
       return byKid.get(kid)
     },
     jwks() {
-      if (deps.now() > nextChange) load()
+      // re-read like signing/verifying do: a key rotated or revoked by authctl shows at once
+      ring.reload()
       return jwks
     },
     reload() {
