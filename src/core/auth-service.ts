@@ -63,7 +63,11 @@ export interface AuthServiceDeps {
 }
 
 export interface AuthService {
-  login(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
+  /**
+   * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
+   * body (whose promise rejects with its AppError) is counted like any other attempt.
+   */
+  login(body: Record<string, unknown> | Promise<Record<string, unknown>>, client: ClientContext): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   me(authorization: string | undefined): { id: string; email: string }
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
@@ -117,7 +121,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp }])
       if (!perIp.ok) loginRefused(perIp.retryAfterS, 'login.per_ip', client)
 
-      const input = credentials(body)
+      let fields: Record<string, unknown>
+      try {
+        fields = await body
+      } catch (err) {
+        events.login('invalid_input')
+        throw err
+      }
+      const input = credentials(fields)
       if (input === null) {
         events.login('invalid_input')
         log.info({ event: 'login', outcome: 'invalid_input', ip: client.ip }, 'login rejected')
