@@ -1,0 +1,246 @@
+/**
+ * A real browser as the client: Debian's Chromium, headless, driven by playwright-core (never a
+ * downloaded browser), against the real `authd start --dev`.
+ *
+ * The setup mirrors the deployment the README recommends: the web app and authd on two origins
+ * of one site (app.example.com and auth.example.com). On loopback that is 127.0.0.1:<app port>
+ * and 127.0.0.1:<authd port>: cookies are per host, not per port, and SameSite's "site" ignores
+ * ports, so the two are cross-origin (CORS applies) but same-site (the SameSite=Strict refresh
+ * cookie is sent). `localhost` against `127.0.0.1` would be cross-site, and a Strict cookie would
+ * never be sent: authd must share a site with the apps that use it.
+ *
+ * The daemon runs with --dev (plain HTTP): the cookie is then neither Secure nor __Secure-
+ * prefixed. Chromium would store a Secure cookie from http://127.0.0.1 too (loopback counts as a
+ * secure context), but other browsers and curl do not, so --dev is what the README tells
+ * developers to use on a laptop, and what is tested here.
+ */
+import { existsSync, mkdirSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+import { call } from '../helpers/app.js'
+import { startAuthd } from './daemon.js'
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const COOKIE = 'authd_rt' // the --dev cookie name
+const EMAIL = 'ada@example.com'
+const PASSWORD = 'correct horse battery staple'
+
+/** The web app: a page that keeps the access token in memory and the session in the HttpOnly cookie. */
+const APP_PAGE = `<!doctype html>
+<meta charset="utf-8">
+<title>app</title>
+<script>
+  // authd's address comes from the query string, so one static server serves both runs
+  const AUTHD = new URL(location.href).searchParams.get('authd')
+  let accessToken = null // in memory only: never localStorage
+  async function api(path, init = {}) {
+    try {
+      const res = await fetch(AUTHD + path, { credentials: 'include', ...init })
+      return { status: res.status, body: await res.json() }
+    } catch (err) {
+      return { error: err.name + ': ' + err.message }
+    }
+  }
+  const json = (body) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  window.app = {
+    async login(email, password) {
+      const r = await api('/api/auth/login', json({ email, password }))
+      if (r.status === 200) accessToken = r.body.data.accessToken
+      return r
+    },
+    me: (token = accessToken) => api('/api/auth/me', token === null ? {} : { headers: { authorization: 'Bearer ' + token } }),
+    // on page load: the cookie alone restores the session
+    async restore() {
+      const r = await api('/api/auth/refresh', { method: 'POST' })
+      if (r.status === 200) accessToken = r.body.data.accessToken
+      return r
+    },
+    async logout() {
+      const r = await api('/api/auth/logout', { method: 'POST' })
+      accessToken = null
+      return r
+    },
+    token: () => accessToken,
+  }
+</script>
+<p>app</p>`
+
+/** Served under the cookie's path (/api/auth) on the cookie's host: if the cookie were readable by script, it would show here. */
+const PROBE_PAGE = `<!doctype html><meta charset="utf-8"><title>probe</title><p>probe</p>`
+
+async function startAppServer(t: Test): Promise<string> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]
+    const page = path === '/' ? APP_PAGE : path === '/api/auth/probe.html' ? PROBE_PAGE : null
+    if (page === null) {
+      res.writeHead(404).end()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(page)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())))
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}
+
+async function launch(t: Test, profile: string): Promise<{ context: BrowserContext; page: Page }> {
+  mkdirSync(profile, { recursive: true })
+  // launchPersistentContext takes the fresh profile directory; the flags keep Chromium quiet and offline
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+    timeout: 30_000,
+  })
+  t.teardown(() => context.close())
+  context.setDefaultTimeout(10_000)
+  const page = context.pages()[0] ?? (await context.newPage())
+  return { context, page }
+}
+
+// What the page scripts see, for the functions handed to page.evaluate (they run in the browser).
+type ApiResult = { status?: number; body?: any; error?: string }
+declare const window: {
+  app: {
+    login(email: string, password: string): Promise<ApiResult>
+    me(token?: string): Promise<ApiResult>
+    restore(): Promise<ApiResult>
+    logout(): Promise<ApiResult>
+    token(): string | null
+  }
+}
+declare const document: { cookie: string }
+
+/** "METHOD route status" of each request in authd's --dev (pretty) log */
+function requests(log: string): string[] {
+  const out: string[] = []
+  for (const entry of log.split(/^(?=\[\d\d:\d\d:\d\d\.\d+\] )/m)) {
+    if (!/^\[[^\]]+\] INFO: request$/m.test(entry)) continue
+    const field = (name: string): string | undefined => new RegExp(`^\\s+${name}: "?([^"\\n]*)"?$`, 'm').exec(entry)?.[1]
+    out.push(`${field('method')} ${field('route')} ${field('status')}`)
+  }
+  return out
+}
+
+const refreshCookie = async (context: BrowserContext, authdUrl: string) =>
+  (await context.cookies(authdUrl + '/api/auth/refresh')).find((c) => c.name === COOKIE)
+
+const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHROMIUM} (Debian: apt-get install chromium); .ci/run installs it`
+
+t.test('a page on an allowed origin logs in, restores the session from the HttpOnly cookie after a reload, and logs out', { skip }, async (t) => {
+  const dir = t.testdir()
+  const appOrigin = await startAppServer(t)
+  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
+  const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
+  t.equal(reg.status, 201, 'the user exists')
+
+  const { context, page } = await launch(t, join(dir, 'profile'))
+  await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
+
+  const login = await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])
+  t.equal(login.status, 200, 'login answered 200 and the page could read it (CORS with credentials)')
+  t.equal(login.body.data.user.email, EMAIL)
+  t.equal(login.body.data.tokenType, 'Bearer')
+  const stored = await refreshCookie(context, authd.url)
+  t.ok(stored, 'the browser stored the refresh cookie')
+  t.match(stored, { httpOnly: true, sameSite: 'Strict', path: '/api/auth', secure: false, domain: '127.0.0.1' })
+
+  const me = await page.evaluate(() => window.app.me())
+  t.same(me, { status: 200, body: { success: true, data: { id: login.body.data.user.id, email: EMAIL } } }, '/me with the in-memory token')
+
+  await page.reload()
+  t.equal(await page.evaluate(() => window.app.token()), null, 'the reload forgot the access token')
+  const anonymous = await page.evaluate(() => window.app.me())
+  t.same(anonymous, { status: 401, body: { success: false, message: 'Unauthorized' } })
+  const restored = await page.evaluate(() => window.app.restore())
+  t.equal(restored.status, 200, 'the cookie alone restored the session')
+  t.equal(restored.body.data.user.id, login.body.data.user.id)
+  t.not(restored.body.data.accessToken, login.body.data.accessToken, 'with a new access token')
+  const rotated = await refreshCookie(context, authd.url)
+  t.ok(rotated && rotated.value !== stored!.value, 'and a rotated refresh cookie')
+  const meAgain = await page.evaluate(() => window.app.me())
+  t.equal(meAgain.status, 200)
+
+  // Script cannot read the cookie, even on a page of the cookie's host under the cookie's path;
+  // a script-set cookie on the same page shows that the page would see a readable one.
+  const probe = await context.newPage()
+  await probe.goto(`${appOrigin}/api/auth/probe.html`)
+  const seen = await probe.evaluate(() => {
+    document.cookie = 'probe=visible; path=/api/auth'
+    return document.cookie
+  })
+  t.match(seen, /(^|; )probe=visible(;|$)/, 'document.cookie works on this page')
+  t.notMatch(seen, new RegExp(`(^|; )${COOKIE}=`), 'but never shows the HttpOnly refresh cookie')
+  t.ok(await refreshCookie(context, authd.url), 'while the browser does hold it')
+  t.notMatch(await page.evaluate(() => document.cookie), new RegExp(`${COOKIE}=`))
+  await probe.close()
+
+  const oldToken = restored.body.data.accessToken as string
+  const logout = await page.evaluate(() => window.app.logout())
+  t.same(logout, { status: 200, body: { success: true, data: {} } })
+  t.equal(await refreshCookie(context, authd.url), undefined, 'logout cleared the cookie in the browser')
+  const after = await page.evaluate(() => window.app.restore())
+  t.same(after, { status: 401, body: { success: false, message: 'Refresh token is required' } }, 'nothing left to restore from')
+  const dead = await page.evaluate((tok) => window.app.me(tok), oldToken)
+  t.same(dead, { status: 401, body: { success: false, message: 'Invalid or expired access token' } }, "the session's access token stopped working")
+})
+
+t.test('a page on an origin not in cors.origins is refused, and cannot rotate the cookie either', { skip }, async (t) => {
+  const dir = t.testdir()
+  const appOrigin = await startAppServer(t)
+  // a real misconfiguration: the app moved, the config still lists the old origin
+  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: 'https://app.example.com' } })
+  const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
+  t.equal(reg.status, 201)
+  const cookieValue = /authd_rt=([^;]+)/.exec(String(reg.headers['set-cookie']))![1]!
+
+  const { context, page } = await launch(t, join(dir, 'profile'))
+  // the user signed in earlier: the browser holds a live refresh cookie for authd's host
+  await context.addCookies([{ name: COOKIE, value: cookieValue, url: authd.url + '/api/auth', httpOnly: true, sameSite: 'Strict' }])
+  t.ok(await refreshCookie(context, authd.url))
+  await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
+
+  const before = requests(authd.output()).length
+
+  const login = await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])
+  t.match(login, { error: /^TypeError: Failed to fetch/ }, 'the page cannot log in: the preflight does not allow its origin')
+
+  const restore = await page.evaluate(() => window.app.restore())
+  t.match(restore, { error: /^TypeError: Failed to fetch/ }, 'nor restore the session')
+
+  // a no-cors request is sent anyway (the browser attaches the same-site cookie); authd must refuse
+  // to act on it, because the browser would store a rotated cookie even from an opaque response
+  const opaque = await page.evaluate(async (base) => {
+    const res = await fetch(base + '/api/auth/refresh', { method: 'POST', mode: 'no-cors', credentials: 'include' })
+    return res.type
+  }, authd.url)
+  t.equal(opaque, 'opaque')
+
+  // what authd itself answered, from its request log
+  let seen: string[] = []
+  for (let i = 0; i < 50; i++) {
+    seen = requests(authd.output()).slice(before)
+    if (seen.length >= 3) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  t.same(
+    seen,
+    ['OPTIONS /api/auth/login 204', 'POST /api/auth/refresh 403', 'POST /api/auth/refresh 403'],
+    'the login preflight got no CORS grant, so the login was never sent; both refreshes were refused',
+  )
+  t.equal((await refreshCookie(context, authd.url))?.value, cookieValue, 'the cookie in the browser is unchanged')
+
+  const still = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie: `${COOKIE}=${cookieValue}` } })
+  t.equal(still.status, 200, 'and was never used: it still refreshes once, from the legitimate client')
+})
