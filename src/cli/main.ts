@@ -1,5 +1,247 @@
-/** The authctl command (placeholder until its commands land). */
-export async function main(io: { argv: string[]; stdout: (s: string) => void; stderr: (s: string) => void }): Promise<number> {
-  io.stdout('Usage: authctl <command>\n\nCommands: user, keys, sessions, smoke, backup, tui\n')
-  return io.argv.length === 0 || io.argv.includes('--help') ? 0 : 2
+/**
+ * The authctl command: commander parses, commands/ compute, output prints. Exit codes
+ * (CONTRACT section 1): 0 success, 1 the operation failed, 2 usage or config error. Errors are
+ * one plain sentence on stderr; a stack trace only with --debug.
+ *
+ * Start-up cost matters (admins type these): this module imports commander and small local
+ * modules only. Config, LMDB, argon2 and undici load inside the commands that need them, and
+ * Ink/React only for `authctl tui`.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
+import type { Algorithm } from '../config/types.js'
+import { backup, backupView } from './commands/backup.js'
+import { keysList, keysListView, keysRevoke, keysRevokeView, keysRotate, keysRotateView } from './commands/keys.js'
+import { sessionsList, sessionsListView, sessionsRevoke, sessionsRevokeView } from './commands/sessions.js'
+import { smoke, smokeFailure, smokeView } from './commands/smoke.js'
+import {
+  userAdd,
+  userAddView,
+  userDisable,
+  userDisableView,
+  userEnable,
+  userEnableView,
+  userList,
+  userListView,
+  userPasswd,
+  userPasswdView,
+  userRm,
+  userRmView,
+  userShow,
+  userShowView,
+} from './commands/user.js'
+import { createBaseDeps, openStoreDeps, type BaseDeps, type CliIo, type GlobalOptions, type StoreDeps } from './deps.js'
+import { renderJson, renderView, type View } from './output.js'
+
+/** What a command produced: its data, how to show it, and a failure sentence if it did not pass. */
+interface Outcome {
+  data: unknown
+  view: View
+  failure: string | null
+}
+
+const outcome = <T>(data: T, view: (d: T) => View, failure: string | null = null): Outcome => ({ data, view: view(data), failure })
+
+/** Runs authctl; resolves to the exit code. */
+export async function main(io: CliIo): Promise<number> {
+  let result: Outcome | undefined
+  let globals: GlobalOptions = {}
+
+  const program = new Command('authctl')
+    .description('Administer authd: users, sessions and signing keys, on the store directly (the daemon may be running or not).')
+    .option('--config <file>', 'config file (default: $AUTHD_CONFIG, else ./auth.toml if present)')
+    .option('--data <dir>', 'data directory (store.path)')
+    .option('--json', 'print one JSON document on stdout')
+    .option('--debug', 'print stack traces of unexpected errors')
+    .exitOverride()
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      // commander's usage errors, as one line like every other error
+      outputError: (text, write) => write(`authctl: ${sentence(text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' '))}\n`),
+    })
+    .configureHelp({ showGlobalOptions: true })
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 success, 1 the operation failed, 2 usage or config error.\nPasswords are read from a hidden prompt on a terminal, or from standard input with --password-stdin.',
+    )
+
+  // Each action stores its Outcome; printing happens once, after parsing.
+  const withBase = (run: (deps: BaseDeps, cmd: Command) => Promise<Outcome>) => async (...a: unknown[]) => {
+    const cmd = a.at(-1) as Command
+    globals = cmd.optsWithGlobals<GlobalOptions>()
+    result = await run(createBaseDeps(io, globals), cmd)
+  }
+  const withStore =
+    (run: (deps: StoreDeps, cmd: Command) => Promise<Outcome>, opts: { create?: boolean } = {}) =>
+    async (...a: unknown[]) => {
+      const cmd = a.at(-1) as Command
+      globals = cmd.optsWithGlobals<GlobalOptions>()
+      const deps = await openStoreDeps(createBaseDeps(io, globals), { create: opts.create === true })
+      try {
+        result = await run(deps, cmd)
+      } finally {
+        await deps.close()
+      }
+    }
+  const arg = (cmd: Command, i = 0): string => cmd.processedArgs[i] as string
+  const opt = <T>(cmd: Command, name: string): T => cmd.opts()[name] as T
+
+  // user
+  const user = program.command('user').description('add, list, show, disable, enable, change the password of, or delete users')
+  user
+    .command('add')
+    .description('create a user (asks for the password twice on a terminal)')
+    .argument('<email>', 'email address')
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .action(
+      withStore(async (d, c) => outcome(await userAdd(d, { email: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), userAddView), { create: true }),
+    )
+  user
+    .command('list')
+    .description('list users: id, email, created, disabled, live sessions')
+    .action(withStore(async (d) => outcome(await userList(d), userListView)))
+  user
+    .command('show')
+    .description('show one user')
+    .argument('<email|id>', 'the user')
+    .action(withStore(async (d, c) => outcome(await userShow(d, { ref: arg(c) }), userShowView)))
+  user
+    .command('disable')
+    .description('disable a user and revoke all its sessions')
+    .argument('<email|id>', 'the user')
+    .action(withStore(async (d, c) => outcome(await userDisable(d, { ref: arg(c) }), userDisableView)))
+  user
+    .command('enable')
+    .description('enable a disabled user')
+    .argument('<email|id>', 'the user')
+    .action(withStore(async (d, c) => outcome(await userEnable(d, { ref: arg(c) }), userEnableView)))
+  user
+    .command('passwd')
+    .description('set a new password and revoke all the user’s sessions')
+    .argument('<email|id>', 'the user')
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .action(withStore(async (d, c) => outcome(await userPasswd(d, { ref: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), userPasswdView)))
+  user
+    .command('rm')
+    .description('delete a user and its sessions (asks unless --yes)')
+    .argument('<email|id>', 'the user')
+    .option('--yes', 'do not ask for confirmation')
+    .action(withStore(async (d, c) => outcome(await userRm(d, { ref: arg(c), yes: opt(c, 'yes') === true }), userRmView)))
+
+  // keys
+  const keys = program.command('keys').description('list, rotate or revoke the token signing keys')
+  keys
+    .command('list')
+    .description('kid, algorithm, state, created/activated/retiring/retired times')
+    .action(withStore(async (d) => outcome(await keysList(d), keysListView)))
+  keys
+    .command('rotate')
+    .description('a new key signs from now on; the previous one keeps verifying until its last token expires')
+    .addOption(new Option('--algorithm <alg>', 'algorithm of the new key (default: tokens.algorithm)').choices(['ES256', 'RS256']))
+    .action(withStore(async (d, c) => outcome(await keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm') }), keysRotateView)))
+  keys
+    .command('revoke')
+    .description('delete a key at once: tokens signed with it stop verifying (asks unless --yes)')
+    .argument('<kid>', 'the key id')
+    .option('--rotate', 'allow revoking the active key: a new key replaces it first')
+    .option('--yes', 'do not ask for confirmation')
+    .action(
+      withStore(async (d, c) =>
+        outcome(await keysRevoke(d, { kid: arg(c), yes: opt(c, 'yes') === true, rotate: opt(c, 'rotate') === true }), keysRevokeView),
+      ),
+    )
+
+  // sessions
+  const sessions = program.command('sessions').description('list or revoke sessions (refresh tokens and their access tokens)')
+  sessions
+    .command('list')
+    .description('live sessions: id, user, created, last used, expires, ip, user agent')
+    .option('--user <email|id>', 'only this user’s sessions')
+    .action(withStore(async (d, c) => outcome(await sessionsList(d, { user: opt(c, 'user') }), sessionsListView)))
+  sessions
+    .command('revoke')
+    .description('revoke one session, every session of a user (--user), or every session (--all --yes)')
+    .argument('[session-id]', 'the session to revoke')
+    .option('--user <email|id>', 'revoke every session of this user')
+    .option('--all', 'revoke every session of every user (asks unless --yes)')
+    .option('--yes', 'do not ask for confirmation')
+    .action(
+      withStore(async (d, c) =>
+        outcome(
+          await sessionsRevoke(d, { sessionId: c.processedArgs[0] as string | undefined, user: opt(c, 'user'), all: opt(c, 'all') === true, yes: opt(c, 'yes') === true }),
+          sessionsRevokeView,
+        ),
+      ),
+    )
+
+  program
+    .command('smoke')
+    .description('against a running daemon: login → me → refresh → me → logout → refresh (must fail); exit 0 only if every step passes')
+    .requiredOption('--email <email>', 'the account to sign in with (a dedicated test user)')
+    .option('--url <url>', 'the daemon’s URL (default: server.public_url, http://<host>:<port>)')
+    .option('--password-stdin', 'read the password from the first line of standard input')
+    .addOption(new Option('--timeout <ms>', 'per-request timeout in milliseconds').default(5000).argParser(positiveInteger))
+    .action(
+      withBase(async (d, c) => {
+        const r = await smoke(d, { url: opt(c, 'url'), email: opt(c, 'email'), passwordStdin: opt(c, 'passwordStdin') === true, timeoutMs: opt(c, 'timeout') })
+        return outcome(r, smokeView, smokeFailure(r))
+      }),
+    )
+
+  program
+    .command('backup')
+    .description('write a consistent, compacted copy of the store to <file> while the daemon runs')
+    .argument('<file>', 'the backup file to create (never overwritten)')
+    .action(withStore(async (d, c) => outcome(await backup(d, { file: arg(c) }), backupView)))
+
+  program
+    .command('tui')
+    .description('the interactive terminal UI')
+    .action(async () => {
+      throw new UnavailableError('The terminal UI is not part of this build yet.')
+    })
+
+  try {
+    await program.parseAsync(io.argv, { from: 'user' })
+  } catch (err) {
+    return fail(io, err, globals.debug === true || io.argv.includes('--debug'))
+  }
+  if (result === undefined) return 0
+  io.stdout(globals.json === true ? renderJson(result.data) : renderView(result.view))
+  if (result.failure !== null) {
+    io.stderr(`authctl: ${result.failure}\n`)
+    return 1
+  }
+  return 0
+}
+
+class UnavailableError extends Error {}
+
+function positiveInteger(value: string): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n <= 0) {
+    throw new InvalidArgumentError('Give a positive whole number of milliseconds.')
+  }
+  return n
+}
+
+/** The single place errors become exit codes and stderr sentences. */
+function fail(io: CliIo, err: unknown, debug: boolean): number {
+  // commander has already written its own one-line message (or the help)
+  if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; stack?: unknown }
+  const code = typeof e?.code === 'string' ? e.code : ''
+  const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
+  const usage = code === 'CONFIG_INVALID' || code === 'USAGE'
+  const deliberate = usage || code === 'FAILED' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
+  // an unexpected error says so, in the same single line
+  io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)
+  if (debug && typeof e?.stack === 'string') io.stderr(`${e.stack}\n`)
+  return usage ? 2 : 1
+}
+
+const sentence = (m: string): string => {
+  const one = m.split('\n')[0]!.trim()
+  const capital = one.charAt(0).toUpperCase() + one.slice(1)
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`
 }

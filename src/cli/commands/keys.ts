@@ -1,0 +1,67 @@
+/** authctl keys list | rotate | revoke: compute only, no printing. */
+import type { Algorithm } from '../../config/types.js'
+import type { KeySummary } from '../../core/admin.js'
+import type { StoreDeps } from '../deps.js'
+import { iso, shortTime, type View } from '../output.js'
+
+/** a signing key as authctl shows it (never any key material) */
+export interface KeyDoc {
+  kid: string
+  alg: Algorithm
+  state: KeySummary['state']
+  createdAt: string
+  activatedAt: string | null
+  retiringAt: string | null
+  retiredAt: string | null
+  verifiesUntil: string | null
+}
+
+export const keyDoc = (k: KeySummary): KeyDoc => ({
+  kid: k.kid,
+  alg: k.alg,
+  state: k.state,
+  createdAt: iso(k.createdAt)!,
+  activatedAt: iso(k.activatedAt),
+  retiringAt: iso(k.retiringAt),
+  retiredAt: iso(k.retiredAt),
+  verifiesUntil: iso(k.verifiesUntil),
+})
+
+const t = (s: string | null): string => shortTime(s === null ? null : Date.parse(s))
+
+export async function keysList(deps: StoreDeps): Promise<{ keys: KeyDoc[] }> {
+  return { keys: (await deps.admin.listKeys()).map(keyDoc) }
+}
+export const keysListView = (d: { keys: KeyDoc[] }): View => ({
+  table: {
+    columns: ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRING', 'RETIRED'],
+    rows: d.keys.map((k) => [k.kid, k.alg, k.state, t(k.createdAt), t(k.activatedAt), t(k.retiringAt), t(k.retiredAt)]),
+  },
+  empty: 'No keys (authd creates the first one on its first start).',
+})
+
+export async function keysRotate(deps: StoreDeps, args: { algorithm?: Algorithm }): Promise<{ active: KeyDoc; retiring: KeyDoc[] }> {
+  const r = await deps.admin.rotateKey(args.algorithm)
+  return { active: keyDoc(r.active), retiring: r.retiring.map(keyDoc) }
+}
+export const keysRotateView = (d: { active: KeyDoc; retiring: KeyDoc[] }): View => ({
+  lines: [
+    `New active key ${d.active.kid} (${d.active.alg}) signs from now on.`,
+    ...d.retiring.map((k) => `Key ${k.kid} is retiring: it verifies tokens until ${t(k.verifiesUntil)}, then retires.`),
+  ],
+})
+
+export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean; rotate: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
+  const key = deps.admin.checkRevokeKey(args.kid, { rotate: args.rotate })
+  // tokens signed with the key stop verifying at once
+  const replace = key.state === 'active' ? ' (the active key: a new key replaces it)' : ''
+  await deps.confirm(`revoke key ${key.kid}${replace}`, args.yes)
+  const r = await deps.admin.revokeKey(key.kid, { rotate: args.rotate })
+  return { revoked: keyDoc(r.revoked), active: r.active === null ? null : keyDoc(r.active) }
+}
+export const keysRevokeView = (d: { revoked: KeyDoc; active: KeyDoc | null }): View => ({
+  lines: [
+    ...(d.active === null ? [] : [`New active key ${d.active.kid} (${d.active.alg}) signs from now on.`]),
+    `Revoked key ${d.revoked.kid}: tokens signed with it no longer verify.`,
+  ],
+})

@@ -1,0 +1,70 @@
+/** authctl sessions list | revoke: compute only, no printing. */
+import type { SessionSummary } from '../../core/admin.js'
+import type { StoreDeps } from '../deps.js'
+import { UsageError } from '../errors.js'
+import { cell, iso, shortTime, type View } from '../output.js'
+import { userDoc, type UserDoc } from './user.js'
+
+/** a live session as authctl shows it (never a token or its hash) */
+export interface SessionDoc {
+  id: string
+  userId: string
+  email: string | null
+  createdAt: string
+  lastUsedAt: string
+  /** when it dies if left unused: the earlier of the idle and the absolute expiry */
+  expiresAt: string
+  absoluteExpiresAt: string
+  ip: string
+  userAgent: string
+}
+
+export const sessionDoc = (s: SessionSummary): SessionDoc => ({
+  id: s.id,
+  userId: s.userId,
+  email: s.email,
+  createdAt: iso(s.createdAt)!,
+  lastUsedAt: iso(s.lastUsedAt)!,
+  expiresAt: iso(s.expiresAt)!,
+  absoluteExpiresAt: iso(s.absoluteExpiresAt)!,
+  ip: s.ip,
+  userAgent: s.userAgent,
+})
+
+const t = (s: string): string => shortTime(Date.parse(s))
+
+export async function sessionsList(deps: StoreDeps, args: { user?: string }): Promise<{ sessions: SessionDoc[] }> {
+  return { sessions: deps.admin.listSessions(args.user).map(sessionDoc) }
+}
+export const sessionsListView = (d: { sessions: SessionDoc[] }): View => ({
+  table: {
+    columns: ['SESSION', 'USER', 'CREATED', 'LAST USED', 'EXPIRES', 'IP', 'USER AGENT'],
+    rows: d.sessions.map((s) => [s.id, cell(s.email ?? s.userId, 40), t(s.createdAt), t(s.lastUsedAt), t(s.expiresAt), cell(s.ip, 45), cell(s.userAgent, 40)]),
+  },
+  empty: 'No live sessions.',
+})
+
+export interface RevokedDoc {
+  revoked: number
+  /** set when one session was revoked */
+  session?: SessionDoc
+  /** set with --user */
+  user?: UserDoc
+}
+
+export async function sessionsRevoke(deps: StoreDeps, args: { sessionId?: string; user?: string; all: boolean; yes: boolean }): Promise<RevokedDoc> {
+  const chosen = [args.sessionId !== undefined, args.user !== undefined, args.all].filter(Boolean).length
+  if (chosen !== 1) throw new UsageError('Name what to revoke, exactly one of: a session id, --user <email|id>, or --all --yes.')
+  if (args.sessionId !== undefined) return { revoked: 1, session: sessionDoc(await deps.admin.revokeSession(args.sessionId)) }
+  if (args.user !== undefined) {
+    const r = await deps.admin.revokeUserSessions(args.user)
+    return { revoked: r.revoked, user: userDoc({ ...r.user, sessions: 0 }) }
+  }
+  await deps.confirm('revoke every session of every user', args.yes)
+  return { revoked: (await deps.admin.revokeAllSessions()).revoked }
+}
+export const sessionsRevokeView = (d: RevokedDoc): View => {
+  if (d.session !== undefined) return { lines: [`Revoked session ${d.session.id} of ${d.session.email ?? d.session.userId}.`] }
+  const n = `${d.revoked} session${d.revoked === 1 ? '' : 's'}`
+  return { lines: [d.user !== undefined ? `Revoked ${n} of ${d.user.email}.` : `Revoked ${n}.`] }
+}

@@ -1,0 +1,84 @@
+/**
+ * What authctl's commands run on, built on demand: the config, the store opened on the data
+ * directory, the admin operations, and the prompts. Each piece is imported only when a command
+ * needs it, so `authctl --help` loads neither LMDB nor argon2.
+ */
+import { existsSync, statSync } from 'node:fs'
+import type { Config } from '../config/types.js'
+import type { Admin } from '../core/admin.js'
+import type { Store } from '../store/store.js'
+import { createConfirm, type Confirm } from './confirm.js'
+import { UsageError } from './errors.js'
+import { processPasswordIo, readNewPassword, readPassword } from './password-input.js'
+
+/** authctl's own process surroundings (no process.* below main) */
+export interface CliIo {
+  argv: string[]
+  env: Record<string, string | undefined>
+  cwd: string
+  stdout: (s: string) => void
+  stderr: (s: string) => void
+}
+
+/** options every authctl command takes */
+export interface GlobalOptions {
+  config?: string
+  data?: string
+  json?: boolean
+  debug?: boolean
+}
+
+export interface BaseDeps {
+  cwd: string
+  now: () => number
+  config(): Promise<Config>
+  /** a password for signing in (smoke): stdin or one hidden prompt */
+  password(passwordStdin: boolean): Promise<string>
+}
+
+export interface StoreDeps extends BaseDeps {
+  store: Store
+  admin: Admin
+  confirm: Confirm
+  /** a new password (add, passwd): stdin or two hidden prompts */
+  newPassword(passwordStdin: boolean): Promise<string>
+}
+
+export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
+  let config: Promise<Config> | undefined
+  return {
+    cwd: io.cwd,
+    now: Date.now,
+    config() {
+      config ??= import('../config/load.js').then(
+        ({ loadConfig }) => loadConfig({ flags: { config: globals.config, data: globals.data }, env: io.env, cwd: io.cwd }).config,
+      )
+      return config
+    },
+    password: (passwordStdin) => readPassword({ passwordStdin }),
+  }
+}
+
+/**
+ * Opens the store named by the config. A data directory that does not exist is refused (a typo
+ * in --data must not quietly create an empty store) unless `create` is set: `user add` may
+ * make the first user before authd ever ran.
+ */
+export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): Promise<StoreDeps & { close(): Promise<void> }> {
+  const config = await base.config()
+  const path = config.store.path
+  if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
+    throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
+  }
+  const [{ openLmdbStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/lmdb-store.js'), import('../core/admin.js')])
+  const store = await openLmdbStore({ path })
+  const admin = createAdmin({ store, config, now: base.now, passwords: lazyPasswordTools(config) })
+  return {
+    ...base,
+    store,
+    admin,
+    confirm: createConfirm(processPasswordIo()),
+    newPassword: (passwordStdin) => readNewPassword({ passwordStdin }),
+    close: () => store.close(),
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Printing for authctl: a command's data becomes either one JSON document (`--json`) or a
+ * readable view (a table, labelled fields, or lines). Commands never print; main calls this once.
+ */
+
+/** What a command shows without --json. */
+export type View =
+  | { table: { columns: string[]; rows: string[][] }; empty?: string; note?: string }
+  | { fields: Array<[label: string, value: string]>; note?: string }
+  | { lines: string[] }
+
+/**
+ * Times in JSON documents are ISO 8601 UTC strings with milliseconds (or null); tables show the
+ * same instant to the second.
+ */
+export const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString())
+
+export const shortTime = (ms: number | null): string => (ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'))
+
+/** one cell of text: control characters (a hostile user agent, say) are shown escaped, long text cut */
+export function cell(value: string, max = 60): string {
+  // eslint-disable-next-line no-control-regex
+  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  const chars = [...clean]
+  return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : clean
+}
+
+const width = (s: string): number => [...s].length
+
+export function formatTable(columns: string[], rows: string[][]): string {
+  const widths = columns.map((c, i) => Math.max(width(c), ...rows.map((r) => width(r[i] ?? ''))))
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c))))
+      .join('  ')
+      .trimEnd()
+  return [line(columns), ...rows.map(line)].join('\n') + '\n'
+}
+
+export function renderView(view: View): string {
+  if ('table' in view) {
+    const { columns, rows } = view.table
+    const body = rows.length === 0 && view.empty !== undefined ? `${view.empty}\n` : formatTable(columns, rows)
+    return view.note === undefined ? body : `${body}${view.note}\n`
+  }
+  if ('fields' in view) {
+    const w = Math.max(0, ...view.fields.map(([label]) => width(label)))
+    const body = view.fields.map(([label, value]) => `${label}:${' '.repeat(w - width(label) + 1)}${value}`.trimEnd()).join('\n') + '\n'
+    return view.note === undefined ? body : `${body}${view.note}\n`
+  }
+  return view.lines.map((l) => l + '\n').join('')
+}
+
+export function renderJson(data: unknown): string {
+  return JSON.stringify(data, null, 2) + '\n'
+}

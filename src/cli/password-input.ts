@@ -1,0 +1,150 @@
+/**
+ * Reading passwords for authctl. A password is never a command-line argument (it would sit in
+ * the shell history and in `ps` for every user to read): it comes from standard input with
+ * `--password-stdin`, or from a hidden prompt on a terminal. Prompts go to stderr, so stdout
+ * keeps only the command's output (one JSON document with --json).
+ */
+import { StringDecoder } from 'node:string_decoder'
+import { FailedError, UsageError } from './errors.js'
+
+export interface TerminalInput extends NodeJS.ReadableStream {
+  isTTY?: boolean
+  setRawMode?(mode: boolean): unknown
+}
+
+export interface PasswordIo {
+  input: TerminalInput
+  /** where prompts are written (stderr) */
+  prompt: (text: string) => void
+}
+
+/** more than any configurable password (passwords.max_length ≤ 4096 code points) */
+export const MAX_PASSWORD_INPUT_BYTES = 64 * 1024
+
+export const processPasswordIo = (): PasswordIo => ({ input: process.stdin, prompt: (s) => process.stderr.write(s) })
+
+/**
+ * Reads `input` up to its first newline or its end, whichever comes first. The newline (and a
+ * `\r` before it) is not part of the line; what follows it is discarded (a pipe is closed). Resolves
+ * to null if the input ended before any byte arrived.
+ */
+export function readFirstLine(input: NodeJS.ReadableStream, maxBytes: number): Promise<string | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const cleanup = (): void => {
+      input.removeListener('data', onData)
+      input.removeListener('end', onEnd)
+      input.removeListener('error', onError)
+      input.pause()
+      // a paused pipe keeps reading into its buffer and holds the process open until the writer
+      // closes it; the rest of the input is not ours to read, so let go of it
+      if ((input as TerminalInput).isTTY !== true) (input as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.()
+    }
+    const finish = (sawNewline: boolean): void => {
+      cleanup()
+      let bytes = Buffer.concat(chunks)
+      if (!sawNewline && bytes.length === 0) return resolve(null)
+      if (sawNewline && bytes.at(-1) === 0x0d) bytes = bytes.subarray(0, -1)
+      try {
+        resolve(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
+      } catch {
+        reject(new FailedError('Standard input is not valid UTF-8.'))
+      }
+    }
+    const onData = (chunk: Buffer | string): void => {
+      const buf = typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : chunk
+      const nl = buf.indexOf(0x0a)
+      const part = nl === -1 ? buf : buf.subarray(0, nl)
+      size += part.length
+      if (size > maxBytes) {
+        cleanup()
+        return reject(new FailedError(`The line on standard input is longer than ${maxBytes} bytes.`))
+      }
+      chunks.push(part)
+      if (nl !== -1) finish(true)
+    }
+    const onEnd = (): void => finish(false)
+    const onError = (err: Error): void => {
+      cleanup()
+      reject(err)
+    }
+    input.on('data', onData)
+    input.once('end', onEnd)
+    input.once('error', onError)
+    input.resume()
+  })
+}
+
+/** `--password-stdin`: the first line of standard input (CONTRACT section 1). */
+export async function readPasswordFromStdin(input: NodeJS.ReadableStream): Promise<string> {
+  const line = await readFirstLine(input, MAX_PASSWORD_INPUT_BYTES)
+  if (line === null || line === '') throw new FailedError('No password was given on standard input.')
+  return line
+}
+
+/**
+ * Asks for a password on a terminal without echoing it: raw mode, so the terminal shows nothing
+ * while the user types. Backspace and Ctrl-U edit; Enter ends; Ctrl-C or Ctrl-D cancel.
+ */
+export function promptHidden(io: PasswordIo, question: string): Promise<string> {
+  const { input } = io
+  io.prompt(question)
+  input.setRawMode!(true)
+  return new Promise((resolve, reject) => {
+    let chars: string[] = []
+    const decoder = new StringDecoder('utf8')
+    const done = (err?: Error): void => {
+      input.removeListener('data', onData)
+      input.removeListener('end', onEnd)
+      input.setRawMode!(false)
+      input.pause()
+      io.prompt('\n')
+      if (err !== undefined) reject(err)
+      else resolve(chars.join(''))
+    }
+    const onEnd = (): void => done(new FailedError('Cancelled.'))
+    const onData = (chunk: Buffer | string): void => {
+      const text = typeof chunk === 'string' ? chunk : decoder.write(chunk)
+      for (const ch of text) {
+        if (ch === '\r' || ch === '\n') return done()
+        if (ch === '\u0003') return done(new FailedError('Cancelled.'))
+        if (ch === '\u0004') return chars.length === 0 ? done(new FailedError('Cancelled.')) : done()
+        if (ch === '\u007f' || ch === '\b') chars.pop()
+        else if (ch === '\u0015') chars = []
+        // an escape sequence (arrow keys and the like): drop the rest of this chunk
+        else if (ch === '\u001b') return
+        else if (ch >= ' ' && !(ch >= '\u0080' && ch <= '\u009f')) chars.push(ch)
+      }
+    }
+    input.on('data', onData)
+    input.once('end', onEnd)
+    input.resume()
+  })
+}
+
+const isTerminal = (input: TerminalInput): boolean => input.isTTY === true && typeof input.setRawMode === 'function'
+
+const NOT_A_TERMINAL = 'Standard input is not a terminal: pass --password-stdin and write the password to standard input.'
+
+/** A new password (user add, user passwd): from stdin, or asked twice on a terminal. */
+export async function readNewPassword(opts: { passwordStdin: boolean; io?: PasswordIo }): Promise<string> {
+  const io = opts.io ?? processPasswordIo()
+  if (opts.passwordStdin) return readPasswordFromStdin(io.input)
+  if (!isTerminal(io.input)) throw new UsageError(NOT_A_TERMINAL)
+  const first = await promptHidden(io, 'New password: ')
+  if (first === '') throw new FailedError('No password was given.')
+  const second = await promptHidden(io, 'Repeat the new password: ')
+  if (first !== second) throw new FailedError('The two passwords do not match.')
+  return first
+}
+
+/** An existing password (smoke): from stdin, or asked once on a terminal. */
+export async function readPassword(opts: { passwordStdin: boolean; io?: PasswordIo; question?: string }): Promise<string> {
+  const io = opts.io ?? processPasswordIo()
+  if (opts.passwordStdin) return readPasswordFromStdin(io.input)
+  if (!isTerminal(io.input)) throw new UsageError(NOT_A_TERMINAL)
+  const password = await promptHidden(io, opts.question ?? 'Password: ')
+  if (password === '') throw new FailedError('No password was given.')
+  return password
+}

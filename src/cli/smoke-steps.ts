@@ -1,0 +1,227 @@
+/**
+ * The smoke test of a running daemon, over HTTP: login → me → refresh → me → logout → refresh,
+ * where the last refresh (with the token that was live before logout) must be refused. Each
+ * step is reported through callbacks as it happens, so a terminal UI can show it live; the
+ * function itself prints nothing and never throws for a failed step.
+ */
+import type { Dispatcher } from 'undici'
+
+export type SmokeStepName = 'login' | 'me' | 'refresh' | 'me_refreshed' | 'logout' | 'refresh_after_logout'
+
+export interface SmokeStep {
+  /** 1-based position */
+  index: number
+  name: SmokeStepName
+  method: 'GET' | 'POST'
+  path: string
+  /** the status this step must answer with */
+  expectedStatus: number
+  /** the status received; null if no response came (connection refused, timeout) or the step was skipped */
+  status: number | null
+  /** wall time of the request, milliseconds (0 when skipped) */
+  ms: number
+  outcome: 'passed' | 'failed' | 'skipped'
+  /** why it failed, one sentence without secrets; null otherwise */
+  error: string | null
+}
+
+export interface SmokeResult {
+  ok: boolean
+  url: string
+  email: string
+  steps: SmokeStep[]
+  /** the first failing step, or null */
+  failedStep: SmokeStepName | null
+  totalMs: number
+}
+
+export interface SmokeOptions {
+  /** the daemon's base URL, e.g. http://127.0.0.1:8080 */
+  url: string
+  email: string
+  password: string
+  /** per request; default 5000 */
+  timeoutMs?: number
+  /** called before each step's request */
+  onStart?: (step: Pick<SmokeStep, 'index' | 'name' | 'method' | 'path'>) => void
+  /** called with each step's result, in order, skipped ones included */
+  onStep?: (step: SmokeStep) => void
+}
+
+const PLAN: Array<Pick<SmokeStep, 'name' | 'method' | 'path' | 'expectedStatus'>> = [
+  { name: 'login', method: 'POST', path: '/api/auth/login', expectedStatus: 200 },
+  { name: 'me', method: 'GET', path: '/api/auth/me', expectedStatus: 200 },
+  { name: 'refresh', method: 'POST', path: '/api/auth/refresh', expectedStatus: 200 },
+  { name: 'me_refreshed', method: 'GET', path: '/api/auth/me', expectedStatus: 200 },
+  { name: 'logout', method: 'POST', path: '/api/auth/logout', expectedStatus: 200 },
+  { name: 'refresh_after_logout', method: 'POST', path: '/api/auth/refresh', expectedStatus: 401 },
+]
+
+export const SMOKE_STEP_NAMES: readonly SmokeStepName[] = PLAN.map((p) => p.name)
+
+interface Reply {
+  status: number
+  body: Record<string, unknown> | undefined
+  setCookies: string[]
+}
+
+/** A failed check inside a step. */
+class StepFailure extends Error {}
+
+/** cookies by name, as the daemon set them (a browser-like jar for one origin) */
+class Jar {
+  private cookies = new Map<string, string>()
+  take(setCookies: string[]): void {
+    for (const c of setCookies) {
+      const pair = c.split(';')[0]!
+      const eq = pair.indexOf('=')
+      if (eq <= 0) continue
+      const name = pair.slice(0, eq).trim()
+      const value = pair.slice(eq + 1).trim()
+      if (value === '' || /;\s*max-age=0\s*(;|$)/i.test(c)) this.cookies.delete(name)
+      else this.cookies.set(name, value)
+    }
+  }
+  header(): string {
+    return [...this.cookies].map(([n, v]) => `${n}=${v}`).join('; ')
+  }
+  get size(): number {
+    return this.cookies.size
+  }
+}
+
+function describeNetworkError(err: unknown, timeoutMs: number): string {
+  const e = err as { code?: string; message?: string; cause?: { code?: string } }
+  const code = e.code ?? e.cause?.code
+  if (code === 'ECONNREFUSED') return 'connection refused (is authd running at this URL?)'
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return `no response within ${timeoutMs} ms`
+  if (code === 'ENOTFOUND') return 'host not found'
+  return `request failed: ${e.message ?? String(err)}`
+}
+
+/** The smoke steps against `opts.url`. Resolves with every step's result; `ok` only if all passed. */
+export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
+  const { Agent, request } = await import('undici')
+  const timeoutMs = opts.timeoutMs ?? 5000
+  const base = opts.url.replace(/\/+$/, '')
+  const agent = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 1000 })
+  const jar = new Jar()
+  const started = performance.now()
+  const steps: SmokeStep[] = []
+  let userId = ''
+  let accessToken = ''
+  let cookieBeforeLogout = ''
+
+  const send = async (method: 'GET' | 'POST', path: string, headers: Record<string, string>, json?: unknown): Promise<Reply> => {
+    const res = await request(base + path, {
+      method,
+      dispatcher: agent as Dispatcher,
+      headers: json === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    })
+    const text = await res.body.text()
+    let body: Record<string, unknown> | undefined
+    try {
+      const parsed: unknown = JSON.parse(text)
+      body = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined
+    } catch {
+      body = undefined
+    }
+    const sc = res.headers['set-cookie']
+    return { status: res.statusCode, body, setCookies: sc === undefined ? [] : Array.isArray(sc) ? sc : [sc] }
+  }
+  const data = (r: Reply): Record<string, unknown> => {
+    const d = r.body?.data
+    if (r.body?.success !== true || typeof d !== 'object' || d === null) throw new StepFailure('the body is not {success:true, data:{…}}')
+    return d as Record<string, unknown>
+  }
+  const takeAccessToken = (r: Reply): void => {
+    const token = data(r).accessToken
+    if (typeof token !== 'string' || token === '') throw new StepFailure('no accessToken in the body')
+    accessToken = token
+  }
+  const checkMe = (r: Reply): void => {
+    if (data(r).id !== userId) throw new StepFailure('/me answered for another user')
+  }
+
+  // what each step sends, and what it checks beyond the status
+  const actions: Record<SmokeStepName, () => Promise<{ reply: Reply; check: (r: Reply) => void }>> = {
+    login: async () => ({
+      reply: await send('POST', '/api/auth/login', {}, { email: opts.email, password: opts.password }),
+      check: (r) => {
+        takeAccessToken(r)
+        const user = data(r).user as { id?: unknown } | undefined
+        if (typeof user?.id !== 'string') throw new StepFailure('no user id in the body')
+        userId = user.id
+        jar.take(r.setCookies)
+        if (jar.size === 0) throw new StepFailure('no refresh cookie was set')
+      },
+    }),
+    me: async () => ({ reply: await send('GET', '/api/auth/me', { authorization: `Bearer ${accessToken}` }), check: checkMe }),
+    refresh: async () => {
+      const before = jar.header()
+      return {
+        reply: await send('POST', '/api/auth/refresh', { cookie: before }),
+        check: (r) => {
+          takeAccessToken(r)
+          jar.take(r.setCookies)
+          if (jar.header() === before || jar.size === 0) throw new StepFailure('the refresh cookie was not rotated')
+        },
+      }
+    },
+    me_refreshed: async () => ({ reply: await send('GET', '/api/auth/me', { authorization: `Bearer ${accessToken}` }), check: checkMe }),
+    logout: async () => {
+      cookieBeforeLogout = jar.header()
+      return {
+        reply: await send('POST', '/api/auth/logout', { cookie: cookieBeforeLogout }),
+        check: (r) => {
+          data(r)
+          jar.take(r.setCookies)
+        },
+      }
+    },
+    // the token that was live until logout must now be refused
+    refresh_after_logout: async () => ({ reply: await send('POST', '/api/auth/refresh', { cookie: cookieBeforeLogout }), check: () => {} }),
+  }
+
+  let failed: SmokeStep | null = null
+  try {
+    for (const [i, plan] of PLAN.entries()) {
+      const head = { index: i + 1, name: plan.name, method: plan.method, path: plan.path }
+      if (failed !== null) {
+        const skipped: SmokeStep = { ...head, expectedStatus: plan.expectedStatus, status: null, ms: 0, outcome: 'skipped', error: null }
+        steps.push(skipped)
+        opts.onStep?.(skipped)
+        continue
+      }
+      opts.onStart?.(head)
+      const t0 = performance.now()
+      let status: number | null = null
+      let error: string | null = null
+      try {
+        const { reply, check } = await actions[plan.name]()
+        status = reply.status
+        if (reply.status !== plan.expectedStatus) {
+          const message = typeof reply.body?.message === 'string' ? `: ${reply.body.message}` : ''
+          error = `expected ${plan.expectedStatus}, got ${reply.status}${message}`
+        } else check(reply)
+      } catch (err) {
+        error = err instanceof StepFailure ? err.message : describeNetworkError(err, timeoutMs)
+      }
+      const step: SmokeStep = {
+        ...head,
+        expectedStatus: plan.expectedStatus,
+        status,
+        ms: Math.round(performance.now() - t0),
+        outcome: error === null ? 'passed' : 'failed',
+        error,
+      }
+      if (error !== null) failed = step
+      steps.push(step)
+      opts.onStep?.(step)
+    }
+  } finally {
+    await agent.close()
+  }
+  return { ok: failed === null, url: base, email: opts.email, steps, failedStep: failed?.name ?? null, totalMs: Math.round(performance.now() - started) }
+}

@@ -1,0 +1,360 @@
+/**
+ * The administrator's operations on users, sessions and keys, shared by `authctl` and its TUI.
+ * They work on the Store directly (no daemon needed) and every change is visible to a running
+ * daemon on its next request: it reads users and sessions from the store per request and
+ * re-reads keys whenever the store's keys version changes. No printing, no prompts, no process
+ * state here: callers ask for passwords and confirmations, and render the plain data returned.
+ */
+import type { Algorithm, Config } from '../config/types.js'
+import type { KeyRecord, SessionRecord, Store, UserRecord } from '../store/store.js'
+import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
+import { effectiveState, generateKey } from './keys.js'
+import type { PasswordHasher } from './passwords.js'
+import type { PasswordPolicy } from './password-policy.js'
+import { isLive } from './sessions.js'
+import { newUserId } from './users.js'
+
+export type AdminErrorCode =
+  | 'USER_NOT_FOUND'
+  | 'SESSION_NOT_FOUND'
+  | 'KEY_NOT_FOUND'
+  | 'EMAIL_TAKEN'
+  | 'INVALID_EMAIL'
+  | 'ACTIVE_KEY'
+
+/** A refused admin operation; `message` is one plain sentence fit to show the admin. */
+export class AdminError extends Error {
+  readonly code: AdminErrorCode
+  constructor(code: AdminErrorCode, message: string) {
+    super(message)
+    this.name = 'AdminError'
+    this.code = code
+  }
+}
+
+export function isAdminError(err: unknown): err is AdminError {
+  return err instanceof Error && err.name === 'AdminError' && typeof (err as AdminError).code === 'string'
+}
+
+/** Times are epoch milliseconds throughout; renderers format them. */
+export interface UserSummary {
+  id: string
+  email: string
+  createdAt: number
+  updatedAt: number
+  disabled: boolean
+  /** live sessions (expired ones are not counted) */
+  sessions: number
+}
+
+export interface SessionSummary {
+  id: string
+  userId: string
+  /** null if the user no longer exists */
+  email: string | null
+  createdAt: number
+  lastUsedAt: number
+  /** when the session dies if left unused: the earlier of the idle and the absolute expiry */
+  expiresAt: number
+  /** createdAt + sessions.absolute_ttl */
+  absoluteExpiresAt: number
+  ip: string
+  userAgent: string
+}
+
+export interface KeySummary {
+  kid: string
+  alg: Algorithm
+  /** the effective state: a retiring key past its verify window is retired */
+  state: KeyRecord['state']
+  createdAt: number
+  activatedAt: number | null
+  retiringAt: number | null
+  retiredAt: number | null
+  /** for a retiring key: when its last access token expires and it stops verifying */
+  verifiesUntil: number | null
+}
+
+export interface PasswordTools {
+  hasher: PasswordHasher
+  policy: PasswordPolicy
+}
+
+export interface AdminDeps {
+  store: Store
+  config: Config
+  now: () => number
+  /**
+   * The password hasher and policy, built on first use: argon2 and the common-password list load
+   * only for the operations that hash (see `lazyPasswordTools`).
+   */
+  passwords: () => Promise<PasswordTools>
+}
+
+export interface Admin {
+  /** the user named by id or email (any case or Unicode form), or undefined */
+  findUser(ref: string): UserRecord | undefined
+  /** like findUser, but throws USER_NOT_FOUND */
+  resolveUser(ref: string): UserRecord
+  listUsers(): UserSummary[]
+  showUser(ref: string): UserSummary
+  /** canonical form of an email for a new user; throws INVALID_EMAIL or EMAIL_TAKEN (call before asking for a password) */
+  checkNewEmail(email: string): string
+  /** throws the policy's AppError (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
+  checkPassword(password: string): Promise<void>
+  addUser(email: string, password: string): Promise<UserSummary>
+  /** sets a new password and revokes all the user's sessions */
+  setPassword(ref: string, password: string): Promise<{ user: UserSummary; revokedSessions: number }>
+  /** disables the user (login, refresh and /me refuse it) and revokes all its sessions */
+  disableUser(ref: string): Promise<{ user: UserSummary; revokedSessions: number }>
+  enableUser(ref: string): Promise<{ user: UserSummary }>
+  /** deletes the user and all its sessions */
+  removeUser(ref: string): Promise<{ user: UserSummary; revokedSessions: number }>
+
+  /** live sessions, newest first; of one user if `userRef` is given */
+  listSessions(userRef?: string): SessionSummary[]
+  /** ends one session: its refresh token and its access tokens stop working */
+  revokeSession(id: string): Promise<SessionSummary>
+  revokeUserSessions(userRef: string): Promise<{ user: UserSummary; revoked: number }>
+  revokeAllSessions(): Promise<{ revoked: number }>
+
+  /** all keys with their effective state, newest first; records a retiring → retired change it sees */
+  listKeys(): Promise<KeySummary[]>
+  /** a new key signs from now on; the previous active key turns retiring and keeps verifying */
+  rotateKey(algorithm?: Algorithm): Promise<{ active: KeySummary; retiring: KeySummary[] }>
+  /** the key `revokeKey(kid, opts)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
+  checkRevokeKey(kid: string, opts?: { rotate?: boolean }): KeySummary
+  /**
+   * Deletes a key at once: tokens signed with it stop verifying. The active key is refused
+   * (ACTIVE_KEY) unless `rotate` is set, which first makes a new active key to replace it.
+   */
+  revokeKey(kid: string, opts?: { rotate?: boolean; algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null }>
+}
+
+/** Hasher and policy from the config, created once, on first call. */
+export function lazyPasswordTools(config: Config): () => Promise<PasswordTools> {
+  let tools: Promise<PasswordTools> | undefined
+  return () => {
+    tools ??= (async () => {
+      const [{ createPasswordHasher }, { createPasswordPolicy }] = await Promise.all([import('./passwords.js'), import('./password-policy.js')])
+      const p = config.passwords
+      const [hasher, policy] = await Promise.all([
+        createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: 1, maxQueue: 16 }),
+        createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
+      ])
+      return { hasher, policy }
+    })()
+    return tools
+  }
+}
+
+export function createAdmin(deps: AdminDeps): Admin {
+  const { store, config, now } = deps
+  const t = config.tokens
+  // a retiring key verifies for one access-token lifetime (plus leeway) after it stopped signing
+  const verifyWindowMs = t.accessTtlMs + t.clockToleranceMs
+
+  const findUser = (ref: string): UserRecord | undefined => {
+    const trimmed = ref.trim()
+    if (trimmed === '') return undefined
+    // ids never contain "@", so an id and an email cannot be confused
+    const byId = trimmed.includes('@') ? undefined : store.getUser(trimmed)
+    if (byId !== undefined) return byId
+    const email = canonicalEmail(trimmed)
+    return mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
+  }
+  const resolveUser = (ref: string): UserRecord => {
+    const user = findUser(ref)
+    if (user === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
+    return user
+  }
+  const liveSessions = (userId?: string): SessionRecord[] => {
+    const at = now()
+    return store.listSessions(userId).filter((s) => isLive(s, at, config.sessions))
+  }
+  const summary = (u: UserRecord): UserSummary => ({
+    id: u.id,
+    email: u.email,
+    createdAt: u.createdAt,
+    updatedAt: u.updatedAt,
+    disabled: u.disabled,
+    sessions: liveSessions(u.id).length,
+  })
+  const sessionSummary = (s: SessionRecord, email: string | null): SessionSummary => ({
+    id: s.id,
+    userId: s.userId,
+    email,
+    createdAt: s.createdAt,
+    lastUsedAt: s.lastUsedAt,
+    expiresAt: Math.min(s.expiresAt, s.lastUsedAt + config.sessions.idleTtlMs),
+    absoluteExpiresAt: s.expiresAt,
+    ip: s.ip,
+    userAgent: s.userAgent,
+  })
+  const keySummary = (k: KeyRecord, at: number): KeySummary => {
+    const state = effectiveState(k, at, verifyWindowMs)
+    const windowEnd = k.retiringAt === null ? null : k.retiringAt + verifyWindowMs
+    return {
+      kid: k.kid,
+      alg: k.alg,
+      state,
+      createdAt: k.createdAt,
+      activatedAt: k.activatedAt,
+      retiringAt: k.retiringAt,
+      retiredAt: k.retiredAt ?? (state === 'retired' ? windowEnd : null),
+      verifiesUntil: state === 'retiring' ? windowEnd : null,
+    }
+  }
+  const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord): Promise<UserRecord> => {
+    const next = await store.updateUser(user.id, change)
+    // deleted by someone else between the lookup and the write
+    if (next === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(user.email)}.`)
+    return next
+  }
+  const checkPassword = async (password: string): Promise<void> => {
+    const { policy } = await deps.passwords()
+    policy.check(password)
+  }
+  const revocable = (kid: string, opts: { rotate?: boolean }): KeyRecord => {
+    const key = kid.trim() === '' ? undefined : store.getKey(kid.trim())
+    if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
+    // never leave the daemon without a key to sign with: the active key goes only with a replacement
+    if (key.state === 'active' && opts.rotate !== true) {
+      throw new AdminError('ACTIVE_KEY', `Key ${key.kid} is the active signing key: rotate to a new key before revoking it.`)
+    }
+    return key
+  }
+  const newKey = (algorithm: Algorithm | undefined, at: number): KeyRecord => generateKey(algorithm ?? t.algorithm, at)
+
+  const admin: Admin = {
+    findUser,
+    resolveUser,
+    listUsers: () =>
+      store
+        .listUsers()
+        .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
+        .map(summary),
+    showUser: (ref) => summary(resolveUser(ref)),
+
+    checkNewEmail(email) {
+      const canonical = canonicalEmail(email)
+      if (!isValidEmail(canonical)) throw new AdminError('INVALID_EMAIL', `${JSON.stringify(email)} is not a valid email address.`)
+      if (store.getUserByEmail(canonical) !== undefined) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      return canonical
+    },
+    checkPassword,
+
+    async addUser(email, password) {
+      const canonical = admin.checkNewEmail(email)
+      await checkPassword(password)
+      const { hasher } = await deps.passwords()
+      const at = now()
+      const user: UserRecord = { id: newUserId(), email: canonical, passwordHash: await hasher.hash(password), createdAt: at, updatedAt: at, disabled: false }
+      // the uniqueness check that counts is the one inside the store's write transaction
+      if (!(await store.createUser(user))) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      await store.flushed()
+      return summary(user)
+    },
+
+    async setPassword(ref, password) {
+      const user = resolveUser(ref)
+      await checkPassword(password)
+      const { hasher } = await deps.passwords()
+      const passwordHash = await hasher.hash(password)
+      const next = await updateUser(user, (u) => ({ ...u, passwordHash, updatedAt: now() }))
+      // whoever held a session under the old password is signed out
+      const revokedSessions = await store.revokeUserSessions(user.id)
+      return { user: summary(next), revokedSessions }
+    },
+
+    async disableUser(ref) {
+      const user = resolveUser(ref)
+      // disabled first: a login racing with this cannot get a usable session afterwards, since
+      // refresh and /me check the flag too
+      const next = await updateUser(user, (u) => (u.disabled ? u : { ...u, disabled: true, updatedAt: now() }))
+      const revokedSessions = await store.revokeUserSessions(user.id)
+      return { user: summary(next), revokedSessions }
+    },
+
+    async enableUser(ref) {
+      const user = resolveUser(ref)
+      const next = await updateUser(user, (u) => (u.disabled ? { ...u, disabled: false, updatedAt: now() } : u))
+      return { user: summary(next) }
+    },
+
+    async removeUser(ref) {
+      const user = resolveUser(ref)
+      const before = summary(user)
+      const revokedSessions = store.countSessions(user.id)
+      if (!(await store.deleteUser(user.id))) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
+      return { user: before, revokedSessions }
+    },
+
+    listSessions(userRef) {
+      const user = userRef === undefined ? undefined : resolveUser(userRef)
+      const emails = new Map<string, string | null>()
+      const emailOf = (userId: string): string | null => {
+        if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
+        return emails.get(userId)!
+      }
+      return liveSessions(user?.id)
+        .sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))
+        .map((s) => sessionSummary(s, emailOf(s.userId)))
+    },
+
+    async revokeSession(id) {
+      const s = id.trim() === '' ? undefined : store.getSession(id.trim())
+      if (s === undefined || !(await store.revokeSession(s.id))) {
+        throw new AdminError('SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}.`)
+      }
+      return sessionSummary(s, store.getUser(s.userId)?.email ?? null)
+    },
+
+    async revokeUserSessions(userRef) {
+      const user = resolveUser(userRef)
+      const revoked = await store.revokeUserSessions(user.id)
+      return { user: summary(user), revoked }
+    },
+
+    async revokeAllSessions() {
+      return { revoked: await store.revokeAllSessions() }
+    },
+
+    async listKeys() {
+      const at = now()
+      const keys = store.listKeys()
+      for (const k of keys) {
+        const s = keySummary(k, at)
+        if (s.state === 'retired' && k.state !== 'retired') {
+          // its last token has expired: record what the daemon already treats as retired
+          await store.putKey({ ...k, state: 'retired', retiredAt: s.retiredAt })
+        }
+      }
+      return keys.map((k) => keySummary(k, at)).sort((a, b) => b.createdAt - a.createdAt || a.kid.localeCompare(b.kid))
+    },
+
+    async rotateKey(algorithm) {
+      const at = now()
+      const previous = store.listKeys().filter((k) => k.state === 'active')
+      const key = newKey(algorithm, at)
+      await store.rotateKey(key, at)
+      const active = store.getKey(key.kid)!
+      const retiring = previous.map((k) => store.getKey(k.kid)).filter((k): k is KeyRecord => k !== undefined)
+      return { active: keySummary(active, at), retiring: retiring.map((k) => keySummary(k, at)) }
+    },
+
+    checkRevokeKey(kid, opts = {}) {
+      return keySummary(revocable(kid, opts), now())
+    },
+
+    async revokeKey(kid, opts = {}) {
+      const key = revocable(kid, opts)
+      let active: KeySummary | null = null
+      if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg)).active
+      const revoked = keySummary(store.getKey(key.kid) ?? key, now())
+      await store.deleteKey(key.kid)
+      return { revoked, active }
+    },
+  }
+  return admin
+}
