@@ -3,7 +3,8 @@
  * several processes, so authctl opens the same directory while the daemon runs; every write
  * happens in one write transaction, which LMDB serialises across processes.
  */
-import { mkdirSync, chmodSync, statSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, chmodSync, renameSync, rmSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
@@ -255,7 +256,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     flushed: async () => {
       await root.flushed
     },
-    backup: (file) => root.backup(file, true),
+    backup: async (file) => {
+      // LMDB copies an environment into a directory, as data.mdb: copy into a private temp
+      // directory beside `file`, then move that one file into place (a data directory holding
+      // it as data.mdb is the restored store)
+      const tmp = mkdtempSync(join(dirname(file), '.authd-backup-'))
+      try {
+        await root.backup(tmp, true)
+        chmodSync(join(tmp, 'data.mdb'), 0o600)
+        renameSync(join(tmp, 'data.mdb'), file)
+      } finally {
+        rmSync(tmp, { recursive: true, force: true })
+      }
+    },
     close: () => root.close(),
   }
   return store
