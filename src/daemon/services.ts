@@ -42,6 +42,8 @@ export interface ServiceOptions {
   store?: Store
   processMetrics?: boolean
   hashConcurrency?: number
+  /** hashes waiting beyond which logins are refused with 503 (default 512) */
+  hashMaxQueue?: number
 }
 
 /** argon2 runs at most this many at once: LMDB commits need libuv's pool too */
@@ -56,7 +58,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const keyring = createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
   const p = config.passwords
   const [hasher, policy, refreshSecret] = await Promise.all([
-    createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: opts.hashConcurrency ?? defaultHashConcurrency(), maxQueue: 512 }),
+    createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: opts.hashConcurrency ?? defaultHashConcurrency(), maxQueue: opts.hashMaxQueue ?? 512 }),
     createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
     store.getOrCreateSecret('refresh', () => randomBytes(32)),
   ])
