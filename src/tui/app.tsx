@@ -1,0 +1,39 @@
+/**
+ * The terminal UI: one reducer, the key hook, the effects hook, and the screen. The store comes
+ * in as TuiDeps, so tests hand in a fake or a temp store.
+ */
+import { useApp, useStdout } from 'ink'
+import { useEffect, useReducer } from 'react'
+import type { TuiDeps } from './deps.js'
+import { reducer } from './reducer.js'
+import { Screen } from './screen.js'
+import { initialState } from './state.js'
+import { useKeys } from './use-keys.js'
+import { useStoreEffects } from './use-store-effects.js'
+
+export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
+  const { deps } = props
+  const [state, dispatch] = useReducer(reducer, undefined, () =>
+    initialState({ smokeUrl: deps.defaultSmokeUrl, smokeSteps: deps.smokeStepNames }),
+  )
+  useKeys(dispatch)
+  useStoreEffects(deps, state, dispatch, { pollMs: props.pollMs })
+
+  const { exit } = useApp()
+  useEffect(() => {
+    if (state.quit) exit()
+  }, [state.quit, exit])
+
+  // the list shows as many rows as the terminal has room for
+  const { stdout } = useStdout()
+  useEffect(() => {
+    const fit = (): void => dispatch({ type: 'resize', rows: props.rows ?? stdout.rows ?? 24 })
+    fit()
+    stdout.on('resize', fit)
+    return () => {
+      stdout.off('resize', fit)
+    }
+  }, [stdout, props.rows])
+
+  return <Screen state={state} dataDir={deps.dataDir} now={deps.now()} />
+}

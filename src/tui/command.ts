@@ -1,0 +1,26 @@
+/**
+ * `authctl tui`: opens the store as the other commands do, and runs the terminal UI on it until
+ * the admin quits. main.ts imports this module only inside the tui action, and this module is the
+ * first to import Ink and React.
+ */
+import type { BaseDeps } from '../cli/deps.js'
+import { openStoreDeps } from '../cli/deps.js'
+import { UsageError } from '../cli/errors.js'
+import { runTui } from './run.js'
+import { createStoreTuiDeps } from './store-deps.js'
+
+export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream; stdout?: NodeJS.WriteStream } = {}): Promise<void> {
+  const stdin = io.stdin ?? process.stdin
+  const stdout = io.stdout ?? process.stdout
+  if (stdin.isTTY !== true || stdout.isTTY !== true) {
+    throw new UsageError('authctl tui needs an interactive terminal: run it without redirecting its input or output.')
+  }
+  const config = await base.config()
+  const deps = await openStoreDeps(base, { create: false })
+  try {
+    const tui = createStoreTuiDeps({ admin: deps.admin, dataDir: deps.store.path, publicUrl: config.server.publicUrl, now: base.now })
+    await runTui(tui, { stdin, stdout })
+  } finally {
+    await deps.close()
+  }
+}

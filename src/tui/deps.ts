@@ -1,0 +1,98 @@
+/**
+ * What the terminal UI needs from the rest of authd: the admin operations of `authctl`, async,
+ * returning plain rows. The UI never touches the Store or the domain directly, so views and
+ * reducers are tested with a fake and `store-deps.ts` adapts the real operations.
+ */
+
+export interface UserRow {
+  id: string
+  email: string
+  createdAt: number
+  disabled: boolean
+  /** live sessions (refresh tokens) of the user */
+  sessions: number
+}
+
+export interface SessionRow {
+  id: string
+  userId: string
+  /** the user's email, or the id if the user is gone */
+  email: string
+  ip: string
+  userAgent: string
+  createdAt: number
+  lastUsedAt: number
+  expiresAt: number
+}
+
+export interface KeyRow {
+  kid: string
+  alg: string
+  /** the effective state now (a retiring key whose tokens have all expired shows as retired) */
+  state: 'active' | 'retiring' | 'retired'
+  createdAt: number
+  activatedAt: number | null
+  retiringAt: number | null
+  retiredAt: number | null
+}
+
+export interface Snapshot {
+  users: UserRow[]
+  sessions: SessionRow[]
+  keys: KeyRow[]
+}
+
+export interface SmokeInput {
+  url: string
+  email: string
+  password: string
+}
+
+/** One smoke step as it happens: first `running`, then `pass` or `fail` with its duration. */
+export interface SmokeStepEvent {
+  /** position of the step, from 0 */
+  index: number
+  name: string
+  status: 'running' | 'pass' | 'fail' | 'skipped'
+  /** HTTP status of the step's request, when it got an answer */
+  httpStatus?: number
+  ms?: number
+  /** why it failed, a plain sentence */
+  detail?: string
+}
+
+export interface TuiDeps {
+  /** the data directory, for the header */
+  dataDir: string
+  /** the URL the smoke view starts with (server.public_url) */
+  defaultSmokeUrl: string
+  /** the smoke step names in order, shown before a run */
+  smokeStepNames: string[]
+  now(): number
+
+  /** everything the lists show, read fresh (called about once a second) */
+  snapshot(): Promise<Snapshot>
+
+  /** creates a user; rejects with the policy or conflict message (e.g. "Password is too common") */
+  addUser(email: string, password: string): Promise<UserRow>
+  /** sets a new password; the user's sessions are revoked; resolves to how many */
+  setPassword(userId: string, password: string): Promise<number>
+  /** disabling also revokes the user's sessions; resolves to how many */
+  setDisabled(userId: string, disabled: boolean): Promise<number>
+  /** deletes the user and its sessions */
+  removeUser(userId: string): Promise<void>
+
+  revokeSession(sessionId: string): Promise<void>
+  /** resolves to how many sessions were revoked */
+  revokeUserSessions(userId: string): Promise<number>
+
+  /** a new active key; the previous one moves to retiring */
+  rotateKey(): Promise<KeyRow>
+  /** rejects with the reason `revokeKey` would refuse (the active key), changing nothing: asked before confirming */
+  checkRevokeKey(kid: string): Promise<void>
+  /** removes a key at once: tokens signed with it stop verifying; refuses the active key as `authctl keys revoke` does */
+  revokeKey(kid: string): Promise<void>
+
+  /** runs the smoke steps against a daemon, reporting each; resolves true if all passed */
+  smoke(input: SmokeInput, onStep: (step: SmokeStepEvent) => void): Promise<boolean>
+}

@@ -1,0 +1,42 @@
+/** `?`: every key of the current view and the global ones. Render only. */
+import { Box, Text } from 'ink'
+import { GLOBAL_KEY_LABELS, VIEW_KEY_LABELS } from './keymap.js'
+import { VIEW_TITLES, type ViewName } from './state.js'
+
+function KeyTable(props: { rows: Array<[string, string]> }) {
+  return (
+    <Box flexDirection="column">
+      {props.rows.map(([k, what]) => (
+        <Box key={k}>
+          <Box width={12} flexShrink={0}>
+            <Text bold>{`  ${k}`}</Text>
+          </Box>
+          <Text>{what}</Text>
+        </Box>
+      ))}
+    </Box>
+  )
+}
+
+export function HelpView(props: { view: ViewName }) {
+  return (
+    <Box flexDirection="column">
+      <Text bold>Keys: {VIEW_TITLES[props.view]}</Text>
+      <KeyTable rows={VIEW_KEY_LABELS[props.view]} />
+      <Text> </Text>
+      <Text bold>Keys: everywhere</Text>
+      <KeyTable
+        rows={[
+          ['1 2 3 4', 'Users, Sessions, Keys, Smoke'],
+          ['Tab', 'next view (Shift-Tab: previous)'],
+          ['↑ ↓ j k', 'move; PgUp PgDn g G: page, first, last'],
+          ['Enter', 'open the details (again: back)'],
+          ['Esc', 'back, cancel'],
+          ['q Ctrl-C', 'quit'],
+        ]}
+      />
+      <Text> </Text>
+      <Text>Destructive actions ask first: y confirms, anything else cancels.</Text>
+    </Box>
+  )
+}

@@ -1,0 +1,76 @@
+/** Small pieces the views share: a fixed-width cell, a list row, a text field. Render only. */
+import { Box, Text } from 'ink'
+import type { ReactNode } from 'react'
+import type { Field } from './state.js'
+
+/** one column of a row: fixed width, cut with … when the text is longer */
+export function Cell(props: { width: number; children: ReactNode; bold?: boolean; inverse?: boolean; align?: 'left' | 'right' }) {
+  return (
+    <Box width={props.width} flexShrink={0} justifyContent={props.align === 'right' ? 'flex-end' : 'flex-start'} paddingRight={1}>
+      <Text wrap="truncate-end" bold={props.bold} inverse={props.inverse}>
+        {props.children}
+      </Text>
+    </Box>
+  )
+}
+
+/** a list row; the selected one carries a `>` (not only a colour) */
+export function Row(props: { selected: boolean; cells: Array<[number, string]>; alignRight?: number[] }) {
+  return (
+    <Box>
+      <Text bold={props.selected}>{props.selected ? '> ' : '  '}</Text>
+      {props.cells.map(([width, text], i) => (
+        <Cell key={i} width={width} inverse={props.selected} align={props.alignRight?.includes(i) === true ? 'right' : 'left'}>
+          {text}
+        </Cell>
+      ))}
+    </Box>
+  )
+}
+
+export function Heading(props: { cells: Array<[number, string]>; alignRight?: number[] }) {
+  return (
+    <Box>
+      <Text>{'  '}</Text>
+      {props.cells.map(([width, text], i) => (
+        <Cell key={i} width={width} bold align={props.alignRight?.includes(i) === true ? 'right' : 'left'}>
+          {text}
+        </Cell>
+      ))}
+    </Box>
+  )
+}
+
+/** a labelled input line; a hidden one shows one `*` per character, the focused one a `>` and a cursor */
+export function FieldLine(props: { field: Field; focused: boolean; labelWidth?: number }) {
+  const { field, focused } = props
+  const shown = field.hidden ? '*'.repeat([...field.value].length) : field.value
+  return (
+    <Box>
+      <Text bold={focused}>{focused ? '> ' : '  '}</Text>
+      <Box width={props.labelWidth ?? 10} flexShrink={0}>
+        <Text bold={focused}>{field.label}</Text>
+      </Box>
+      <Text wrap="truncate-start">
+        {shown}
+        {focused ? <Text inverse> </Text> : null}
+      </Text>
+    </Box>
+  )
+}
+
+/** label and value pairs of a details page */
+export function Details(props: { rows: Array<[string, string]> }) {
+  return (
+    <Box flexDirection="column">
+      {props.rows.map(([label, value]) => (
+        <Box key={label}>
+          <Box width={14} flexShrink={0}>
+            <Text bold>{label}</Text>
+          </Box>
+          <Text wrap="wrap">{value}</Text>
+        </Box>
+      ))}
+    </Box>
+  )
+}

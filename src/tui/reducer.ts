@@ -1,0 +1,437 @@
+/**
+ * The terminal UI's reducer: every change of state, pure. Keys arrive as the actions of
+ * keymap.ts; the store's answers arrive as `loaded`, `taskDone`, `taskFailed`, `smokeStep`.
+ * Operations are only described here (State.tasks); the effects hook runs them.
+ */
+import type { Snapshot, SmokeStepEvent } from './deps.js'
+import { plural, shortId } from './format.js'
+import { keyToAction, type KeyPress } from './keymap.js'
+import {
+  emptyList,
+  isBusy,
+  selectedIndex,
+  selectedKey,
+  selectedSession,
+  selectedUser,
+  rowId,
+  VIEWS,
+  visibleRows,
+  type Field,
+  type Form,
+  type ListName,
+  type ListState,
+  type State,
+  type Task,
+  type TaskResult,
+  type ViewName,
+} from './state.js'
+
+export type Action =
+  /** a key as Ink reports it; keymap.ts decides what it means in the current state */
+  | { type: 'key'; input: string; key: KeyPress }
+  | { type: 'view'; view: ViewName }
+  | { type: 'cycleView'; delta: 1 | -1 }
+  | { type: 'move'; delta: number }
+  | { type: 'page'; delta: 1 | -1 }
+  | { type: 'moveEdge'; edge: 'start' | 'end' }
+  | { type: 'open' }
+  | { type: 'back' }
+  | { type: 'toggleHelp' }
+  | { type: 'filterStart' }
+  | { type: 'filterType'; text: string }
+  | { type: 'filterErase' }
+  | { type: 'filterDone' }
+  | { type: 'filterClear' }
+  | { type: 'userAdd' }
+  | { type: 'userToggleDisabled' }
+  | { type: 'userPassword' }
+  | { type: 'userDelete' }
+  | { type: 'userSessions' }
+  | { type: 'sessionRevoke' }
+  | { type: 'sessionRevokeUser' }
+  | { type: 'keyRotate' }
+  | { type: 'keyRevoke' }
+  | { type: 'smokeEdit' }
+  | { type: 'smokeRun' }
+  | { type: 'fieldType'; text: string }
+  | { type: 'fieldErase' }
+  | { type: 'fieldMove'; delta: 1 | -1 }
+  | { type: 'formSubmit' }
+  | { type: 'formCancel' }
+  | { type: 'confirmYes' }
+  | { type: 'confirmNo' }
+  | { type: 'resize'; rows: number }
+  | { type: 'quit' }
+  | { type: 'loaded'; snapshot: Snapshot }
+  | { type: 'loadFailed'; message: string }
+  | { type: 'taskDone'; id: number; result: TaskResult }
+  | { type: 'taskFailed'; id: number; message: string }
+  | { type: 'smokeStep'; id: number; step: SmokeStepEvent }
+
+/** rows of the screen around a list: header, tabs, headings, position, status, footer */
+export const CHROME_ROWS = 9
+
+export function reducer(state: State, action: Action): State {
+  switch (action.type) {
+    case 'key': {
+      const mapped = keyToAction(state, action.input, action.key)
+      return mapped === null ? state : reducer(state, mapped)
+    }
+    case 'view':
+      return { ...state, view: action.view, notice: null }
+    case 'cycleView': {
+      const at = VIEWS.indexOf(state.view)
+      return { ...state, view: VIEWS[(at + action.delta + VIEWS.length) % VIEWS.length], notice: null }
+    }
+    case 'move':
+      return moveSelection(state, (i) => i + action.delta)
+    case 'page':
+      return moveSelection(state, (i) => i + action.delta * state.listRows)
+    case 'moveEdge':
+      return moveSelection(state, (_i, n) => (action.edge === 'start' ? 0 : n - 1))
+    case 'open': {
+      const list = currentList(state)
+      if (list === null || visibleRows(state, list).length === 0) return state
+      return updateList(state, list, { detail: !state.lists[list].detail })
+    }
+    case 'back': {
+      const list = currentList(state)
+      if (list !== null && state.lists[list].detail) return updateList(state, list, { detail: false })
+      return { ...state, notice: null }
+    }
+    case 'toggleHelp':
+      return { ...state, help: !state.help }
+    case 'resize':
+      return { ...state, listRows: Math.max(3, action.rows - CHROME_ROWS) }
+    case 'quit':
+      return { ...state, quit: true }
+
+    // ---- filter
+    case 'filterStart': {
+      const list = currentList(state)
+      if (list === 'users' || list === 'sessions') return updateList(state, list, { filtering: true, detail: false })
+      return state
+    }
+    case 'filterType':
+      return editFilter(state, (f) => f + printable(action.text))
+    case 'filterErase':
+      return editFilter(state, (f) => [...f].slice(0, -1).join(''))
+    case 'filterDone': {
+      const list = currentList(state)
+      return list === null ? state : updateList(state, list, { filtering: false })
+    }
+    case 'filterClear': {
+      const list = currentList(state)
+      return list === null ? state : reselect(updateList(state, list, { filtering: false, filter: '' }), list)
+    }
+
+    // ---- users
+    case 'userAdd':
+      return {
+        ...state,
+        notice: null,
+        form: {
+          kind: 'addUser',
+          title: 'Add user',
+          userId: null,
+          email: null,
+          fields: [
+            { label: 'Email', value: '', hidden: false },
+            { label: 'Password', value: '', hidden: true },
+            { label: 'Repeat', value: '', hidden: true },
+          ],
+          focus: 0,
+          error: null,
+        },
+      }
+    case 'userPassword': {
+      const user = selectedUser(state)
+      if (user === undefined) return state
+      return {
+        ...state,
+        notice: null,
+        form: {
+          kind: 'setPassword',
+          title: `New password for ${user.email}`,
+          userId: user.id,
+          email: user.email,
+          fields: [
+            { label: 'Password', value: '', hidden: true },
+            { label: 'Repeat', value: '', hidden: true },
+          ],
+          focus: 0,
+          error: null,
+        },
+      }
+    }
+    case 'userToggleDisabled': {
+      const user = selectedUser(state)
+      if (user === undefined) return state
+      const task: Task = { kind: 'setDisabled', userId: user.id, email: user.email, disabled: !user.disabled }
+      if (user.disabled) return startTask(state, task)
+      const ends = user.sessions > 0 ? ` Its ${plural(user.sessions, 'session')} end now.` : ''
+      return askFirst(state, `Disable ${user.email}?${ends}`, task)
+    }
+    case 'userDelete': {
+      const user = selectedUser(state)
+      if (user === undefined) return state
+      const also = user.sessions > 0 ? ` and its ${plural(user.sessions, 'session')}` : ''
+      return askFirst(state, `Delete ${user.email}${also}? This cannot be undone.`, { kind: 'removeUser', userId: user.id, email: user.email })
+    }
+    case 'userSessions': {
+      const user = selectedUser(state)
+      if (user === undefined) return state
+      const s = { ...state, view: 'sessions' as const, notice: null }
+      return reselect(updateList(s, 'sessions', { filter: user.email, filtering: false, detail: false, index: 0, selectedId: null }), 'sessions')
+    }
+
+    // ---- sessions
+    case 'sessionRevoke': {
+      const s = selectedSession(state)
+      if (s === undefined) return state
+      return askFirst(state, `Revoke session ${shortId(s.id)} of ${s.email} (${s.ip || 'no ip'})?`, { kind: 'revokeSession', sessionId: s.id, email: s.email })
+    }
+    case 'sessionRevokeUser': {
+      const s = selectedSession(state)
+      if (s === undefined) return state
+      const count = (state.snapshot?.sessions ?? []).filter((x) => x.userId === s.userId).length
+      return askFirst(state, `Revoke all ${plural(count, 'session')} of ${s.email}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
+    }
+
+    // ---- keys
+    case 'keyRotate':
+      return startTask(state, { kind: 'rotateKey' })
+    case 'keyRevoke': {
+      const key = selectedKey(state)
+      if (key === undefined) return state
+      // the refusal of `authctl keys revoke` (the active key) comes before the question
+      const prompt = `Revoke key ${key.kid} (${key.state})? Tokens it signed stop verifying at once.`
+      return startTask(state, { kind: 'checkRevokeKey', kid: key.kid, prompt })
+    }
+
+    // ---- smoke
+    case 'smokeEdit':
+      return { ...state, smoke: { ...state.smoke, editing: true, focus: firstEmpty(state.smoke.fields) } }
+    case 'smokeRun':
+      return runSmoke(state)
+
+    // ---- text fields (a form, or the smoke fields)
+    case 'fieldType':
+      return editField(state, (f) => ({ ...f, value: f.value + printable(action.text) }))
+    case 'fieldErase':
+      return editField(state, (f) => ({ ...f, value: [...f.value].slice(0, -1).join('') }))
+    case 'fieldMove': {
+      if (state.form !== null) {
+        const n = state.form.fields.length
+        return { ...state, form: { ...state.form, focus: (state.form.focus + action.delta + n) % n } }
+      }
+      if (state.view === 'smoke' && state.smoke.editing) {
+        const n = state.smoke.fields.length
+        return { ...state, smoke: { ...state.smoke, focus: (state.smoke.focus + action.delta + n) % n } }
+      }
+      return state
+    }
+    case 'formSubmit':
+      return submit(state)
+    case 'formCancel':
+      if (state.form !== null) return { ...state, form: null }
+      if (state.smoke.editing) return { ...state, smoke: { ...state.smoke, editing: false } }
+      return state
+
+    // ---- confirmation
+    case 'confirmYes':
+      return state.confirm === null ? state : startTask({ ...state, confirm: null }, state.confirm.task)
+    case 'confirmNo':
+      return state.confirm === null ? state : { ...state, confirm: null, notice: { kind: 'info', text: 'Cancelled.' } }
+
+    // ---- answers from the store and the network
+    case 'loaded': {
+      let next: State = { ...state, snapshot: action.snapshot, loadError: null }
+      for (const list of ['users', 'sessions', 'keys'] as const) next = reselect(next, list)
+      return next
+    }
+    case 'loadFailed':
+      return { ...state, loadError: action.message }
+    case 'taskDone':
+      return finishTask(state, action.id, action.result)
+    case 'taskFailed':
+      return failTask(state, action.id, action.message)
+    case 'smokeStep': {
+      if (!state.tasks.some((t) => t.id === action.id)) return state
+      const { step } = action
+      const steps = [...state.smoke.steps]
+      while (steps.length <= step.index) steps.push({ name: '', status: 'pending' })
+      steps[step.index] = { name: step.name, status: step.status, httpStatus: step.httpStatus, ms: step.ms, detail: step.detail }
+      return { ...state, smoke: { ...state.smoke, steps } }
+    }
+  }
+}
+
+// ---- helpers ---------------------------------------------------------------------------
+
+const currentList = (state: State): ListName | null => (state.view === 'smoke' ? null : state.view)
+
+function updateList(state: State, list: ListName, change: Partial<ListState>): State {
+  return { ...state, lists: { ...state.lists, [list]: { ...state.lists[list], ...change } } }
+}
+
+/** after the rows changed: keep the selected row if it is still there, else the same place */
+function reselect(state: State, list: ListName): State {
+  const rows = visibleRows(state, list)
+  const at = selectedIndex(rows, state.lists[list])
+  const selectedId = at < 0 ? null : rowId(rows[at])
+  const detail = state.lists[list].detail && at >= 0
+  return updateList(state, list, { selectedId, index: Math.max(at, 0), detail })
+}
+
+function moveSelection(state: State, to: (index: number, count: number) => number): State {
+  const list = currentList(state)
+  if (list === null) return state
+  const rows = visibleRows(state, list)
+  if (rows.length === 0) return state
+  const at = Math.min(Math.max(to(selectedIndex(rows, state.lists[list]), rows.length), 0), rows.length - 1)
+  return updateList(state, list, { index: at, selectedId: rowId(rows[at]) })
+}
+
+function editFilter(state: State, edit: (filter: string) => string): State {
+  const list = currentList(state)
+  if (list === null || !state.lists[list].filtering) return state
+  return reselect(updateList(state, list, { filter: edit(state.lists[list].filter) }), list)
+}
+
+/** typed or pasted text without control characters (a paste may carry a newline) */
+const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '')
+
+function editField(state: State, edit: (field: Field) => Field): State {
+  if (state.form !== null) {
+    const form = state.form
+    const fields = form.fields.map((f, i) => (i === form.focus ? edit(f) : f))
+    return { ...state, form: { ...form, fields } }
+  }
+  if (state.view === 'smoke' && state.smoke.editing) {
+    const smoke = state.smoke
+    return { ...state, smoke: { ...smoke, fields: smoke.fields.map((f, i) => (i === smoke.focus ? edit(f) : f)) } }
+  }
+  return state
+}
+
+const firstEmpty = (fields: Field[]): number => Math.max(0, fields.findIndex((f) => f.value === ''))
+
+function askFirst(state: State, prompt: string, task: Task): State {
+  if (isBusy(state, 'admin')) return { ...state, notice: { kind: 'error', text: 'Busy: wait for the current operation to finish.' } }
+  return { ...state, confirm: { prompt, task }, notice: null }
+}
+
+function startTask(state: State, task: Task): State {
+  const kind = task.kind === 'smoke' ? 'smoke' : 'admin'
+  if (isBusy(state, kind)) return { ...state, notice: { kind: 'error', text: 'Busy: wait for the current operation to finish.' } }
+  return {
+    ...state,
+    tasks: [...state.tasks, { id: state.nextTaskId, task }],
+    nextTaskId: state.nextTaskId + 1,
+    notice: kind === 'admin' ? null : state.notice,
+  }
+}
+
+/** Enter in a form: the next field, or on the last one, the operation */
+function submit(state: State): State {
+  if (state.view === 'smoke' && state.form === null) {
+    if (!state.smoke.editing) return state
+    const { focus, fields } = state.smoke
+    if (focus < fields.length - 1) return { ...state, smoke: { ...state.smoke, focus: focus + 1 } }
+    return runSmoke(state)
+  }
+  const form = state.form
+  if (form === null) return state
+  if (isBusy(state, 'admin')) return state
+  if (form.focus < form.fields.length - 1) return { ...state, form: { ...form, focus: form.focus + 1, error: null } }
+  const value = (label: string): string => form.fields.find((f) => f.label === label)?.value ?? ''
+  const fieldAt = (label: string): number => form.fields.findIndex((f) => f.label === label)
+  if (form.kind === 'addUser' && value('Email').trim() === '') {
+    return { ...state, form: { ...form, focus: fieldAt('Email'), error: 'Email is required.' } }
+  }
+  if (value('Password') === '') {
+    return { ...state, form: { ...form, focus: fieldAt('Password'), error: 'Password is required.' } }
+  }
+  if (value('Password') !== value('Repeat')) {
+    return { ...state, form: { ...clearPasswords(form), focus: fieldAt('Password'), error: 'The passwords do not match.' } }
+  }
+  const task: Task =
+    form.kind === 'addUser'
+      ? { kind: 'addUser', email: value('Email').trim(), password: value('Password') }
+      : { kind: 'setPassword', userId: form.userId ?? '', email: form.email ?? '', password: value('Password') }
+  return startTask({ ...state, form: { ...form, error: null } }, task)
+}
+
+const clearPasswords = (form: Form): Form => ({ ...form, fields: form.fields.map((f) => (f.hidden ? { ...f, value: '' } : f)) })
+
+function runSmoke(state: State): State {
+  const smoke = state.smoke
+  const [url, email, password] = smoke.fields.map((f) => f.value)
+  const missing = smoke.fields.findIndex((f) => f.value.trim() === '')
+  if (missing >= 0) {
+    return { ...state, smoke: { ...smoke, editing: true, focus: missing, error: `${smoke.fields[missing].label} is required.` } }
+  }
+  if (isBusy(state, 'smoke')) return { ...state, notice: { kind: 'error', text: 'The smoke test is already running.' } }
+  const next = startTask(state, { kind: 'smoke', url: url.trim(), email: email.trim(), password })
+  return {
+    ...next,
+    smoke: { ...smoke, editing: false, error: null, result: null, steps: smoke.steps.map((s) => ({ name: s.name, status: 'pending' })) },
+  }
+}
+
+function finishTask(state: State, id: number, result: TaskResult): State {
+  const running = state.tasks.find((t) => t.id === id)
+  if (running === undefined) return state
+  const s: State = { ...state, tasks: state.tasks.filter((t) => t.id !== id) }
+  const done = (text: string): State => ({ ...s, notice: { kind: 'info', text } })
+  const task = running.task
+  switch (task.kind) {
+    case 'addUser': {
+      const user = result.user
+      if (user === undefined) return done(`Added ${task.email}.`)
+      const snapshot = s.snapshot === null ? null : { ...s.snapshot, users: [...s.snapshot.users.filter((u) => u.id !== user.id), user] }
+      const added: State = { ...s, form: null, snapshot, notice: { kind: 'info', text: `Added ${user.email}.` } }
+      // show the new user: select it, and drop a filter that would hide it
+      const filter = user.email.includes(added.lists.users.filter.trim().toLowerCase()) ? added.lists.users.filter : ''
+      return reselect(updateList(added, 'users', { selectedId: user.id, filter, detail: false }), 'users')
+    }
+    case 'setPassword':
+      return { ...done(`Password of ${task.email} set; ${plural(result.count ?? 0, 'session')} revoked.`), form: null }
+    case 'setDisabled':
+      return done(task.disabled ? `Disabled ${task.email}; ${plural(result.count ?? 0, 'session')} revoked.` : `Enabled ${task.email}.`)
+    case 'removeUser':
+      return done(`Deleted ${task.email}.`)
+    case 'revokeSession':
+      return done(`Revoked a session of ${task.email}.`)
+    case 'revokeUserSessions':
+      return done(`Revoked ${plural(result.count ?? 0, 'session')} of ${task.email}.`)
+    case 'rotateKey':
+      return done(result.key === undefined ? 'Rotated the signing key.' : `Rotated: key ${result.key.kid} (${result.key.alg}) signs from now on.`)
+    case 'checkRevokeKey':
+      return { ...s, confirm: { prompt: task.prompt, task: { kind: 'revokeKey', kid: task.kid } }, notice: null }
+    case 'revokeKey':
+      return done(`Revoked key ${task.kid}.`)
+    case 'smoke':
+      return { ...s, smoke: { ...s.smoke, result: result.passed === true ? 'pass' : 'fail' } }
+  }
+}
+
+function failTask(state: State, id: number, message: string): State {
+  const running = state.tasks.find((t) => t.id === id)
+  if (running === undefined) return state
+  const s: State = { ...state, tasks: state.tasks.filter((t) => t.id !== id) }
+  const task = running.task
+  if (task.kind === 'smoke') {
+    const steps = s.smoke.steps.map((st) => (st.status === 'running' ? { ...st, status: 'fail' as const } : st))
+    return { ...s, smoke: { ...s.smoke, steps, result: 'fail', error: message } }
+  }
+  if ((task.kind === 'addUser' || task.kind === 'setPassword') && s.form !== null) {
+    // a policy or conflict error shows under the form; the passwords are typed again
+    const form = clearPasswords(s.form)
+    const onPassword = /password/i.test(message) || task.kind === 'setPassword'
+    const focus = onPassword ? form.fields.findIndex((f) => f.hidden) : 0
+    return { ...s, notice: null, form: { ...form, focus, error: message } }
+  }
+  return { ...s, notice: { kind: 'error', text: message } }
+}

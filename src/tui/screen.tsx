@@ -1,0 +1,123 @@
+/**
+ * The whole screen: header (data dir, counts), view tabs, the current view, a status line and
+ * the keys of what has the keyboard. Render only: it reads State and nothing else. At 80×24
+ * it uses 23 lines (the last line of a terminal scrolls when written to).
+ */
+import { Spinner } from '@inkjs/ui'
+import { Box, Text } from 'ink'
+import { FormView } from './form-view.js'
+import { HelpView } from './help-view.js'
+import { GLOBAL_KEY_LABELS, VIEW_KEY_LABELS } from './keymap.js'
+import { KeysView } from './keys-view.js'
+import { SessionsView } from './sessions-view.js'
+import { SmokeView } from './smoke-view.js'
+import { mode, taskLabel, VIEWS, VIEW_TITLES, type State } from './state.js'
+import { UsersView } from './users-view.js'
+
+export const WIDTH = 79
+
+function Header(props: { state: State; dataDir: string }) {
+  const s = props.state.snapshot
+  const counts = s === null ? 'reading…' : `${s.users.length} users · ${s.sessions.length} sessions · ${s.keys.length} keys`
+  return (
+    <Box width={WIDTH} justifyContent="space-between">
+      <Box flexShrink={1} paddingRight={2}>
+        <Text wrap="truncate-start">
+          <Text bold>authd</Text> · data {props.dataDir}
+        </Text>
+      </Box>
+      <Box flexShrink={0}>
+        <Text>{counts}</Text>
+      </Box>
+    </Box>
+  )
+}
+
+function Tabs(props: { state: State }) {
+  return (
+    <Box width={WIDTH}>
+      {VIEWS.map((v, i) => {
+        const current = v === props.state.view
+        const label = `${i + 1} ${VIEW_TITLES[v]}`
+        return (
+          <Box key={v} marginRight={1}>
+            <Text bold={current} inverse={current}>
+              {current ? `[${label}]` : ` ${label} `}
+            </Text>
+          </Box>
+        )
+      })}
+    </Box>
+  )
+}
+
+function Body(props: { state: State; height: number; now: number }) {
+  const { state, height } = props
+  const busy = state.tasks.find((t) => t.task.kind !== 'smoke')
+  let body
+  if (state.help) body = <HelpView view={state.view} />
+  else if (state.form !== null) body = <FormView form={state.form} busy={busy === undefined ? null : taskLabel(busy.task)} />
+  else if (state.view === 'users') body = <UsersView state={state} height={height} />
+  else if (state.view === 'sessions') body = <SessionsView state={state} height={height} now={props.now} />
+  else if (state.view === 'keys') body = <KeysView state={state} height={height} />
+  else body = <SmokeView state={state} />
+  return (
+    <Box flexDirection="column" height={height} width={WIDTH} overflow="hidden">
+      {body}
+    </Box>
+  )
+}
+
+/** the one line under the view: a confirmation, a running operation, or the last outcome */
+function Status(props: { state: State }) {
+  const { state } = props
+  const busy = state.tasks.find((t) => t.task.kind !== 'smoke')
+  if (state.confirm !== null)
+    return (
+      <Text wrap="truncate-end" bold>
+        Confirm: {state.confirm.prompt} [y/N]
+      </Text>
+    )
+  if (busy !== undefined && state.form === null) return <Spinner label={taskLabel(busy.task)} />
+  if (state.notice !== null)
+    return <Text wrap="truncate-end">{state.notice.kind === 'error' ? `Error: ${state.notice.text}` : state.notice.text}</Text>
+  if (state.loadError !== null) return <Text wrap="truncate-end">Error: {state.loadError}</Text>
+  return <Text> </Text>
+}
+
+const keysLine = (pairs: Array<[string, string]>): string => pairs.map(([k, what]) => `${k} ${what}`).join('  ')
+
+/** the keys that work now: those of the view, or of the form, confirmation or filter that has the keyboard */
+export function footerLines(state: State): [string, string] {
+  switch (mode(state)) {
+    case 'help':
+      return ['Esc/?/Enter close help', keysLine([['q', 'quit']])]
+    case 'confirm':
+      return [keysLine([['y', 'yes'], ['n/Esc/Enter', 'no']]), '']
+    case 'form':
+      return [keysLine([['Enter', 'next field / submit'], ['Tab/↑↓', 'field'], ['Esc', 'cancel']]), 'Ctrl-C quit']
+    case 'smokeEdit':
+      return [keysLine([['Enter', 'next field / run'], ['Tab/↑↓', 'field'], ['Esc', 'stop editing']]), 'Ctrl-C quit']
+    case 'filter':
+      return [keysLine([['type', 'to filter'], ['Enter', 'keep'], ['Esc', 'clear'], ['↑↓', 'move']]), 'Ctrl-C quit']
+    case 'nav':
+      // in Smoke, Enter edits the fields (the view's own keys say so)
+      return [keysLine(VIEW_KEY_LABELS[state.view]), keysLine(GLOBAL_KEY_LABELS.filter(([k]) => state.view !== 'smoke' || k !== 'Enter'))]
+  }
+}
+
+export function Screen(props: { state: State; dataDir: string; now: number }) {
+  const { state } = props
+  const [line1, line2] = footerLines(state)
+  return (
+    <Box flexDirection="column" width={WIDTH}>
+      <Header state={state} dataDir={props.dataDir} />
+      <Tabs state={state} />
+      <Text>{'─'.repeat(WIDTH)}</Text>
+      <Body state={state} height={state.listRows + 2} now={props.now} />
+      <Status state={state} />
+      <Text wrap="truncate-end">{line1}</Text>
+      <Text wrap="truncate-end">{line2 === '' ? ' ' : line2}</Text>
+    </Box>
+  )
+}

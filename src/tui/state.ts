@@ -1,0 +1,247 @@
+/**
+ * The terminal UI's state, and the selectors views and the reducer share. Everything here is
+ * plain data: the reducer (reducer.ts) is the only thing that makes a new State.
+ */
+import type { KeyRow, SessionRow, Snapshot, SmokeStepEvent, UserRow } from './deps.js'
+
+export type ViewName = 'users' | 'sessions' | 'keys' | 'smoke'
+export const VIEWS: readonly ViewName[] = ['users', 'sessions', 'keys', 'smoke']
+export type ListName = 'users' | 'sessions' | 'keys'
+
+export const VIEW_TITLES: Record<ViewName, string> = { users: 'Users', sessions: 'Sessions', keys: 'Keys', smoke: 'Smoke' }
+
+export interface ListState {
+  /** the selected row's id; the selection follows the row when the list changes around it */
+  selectedId: string | null
+  /** the selected row's position, used when the row itself has gone */
+  index: number
+  /** case-insensitive text the rows' email must contain */
+  filter: string
+  /** the filter line has the keyboard */
+  filtering: boolean
+  /** Enter opened the selected row's details */
+  detail: boolean
+}
+
+export interface Field {
+  label: string
+  value: string
+  /** shown as `*` per character */
+  hidden: boolean
+}
+
+export interface Form {
+  kind: 'addUser' | 'setPassword'
+  title: string
+  /** the user a password is for */
+  userId: string | null
+  email: string | null
+  fields: Field[]
+  focus: number
+  /** shown under the form: a policy error, a mismatch, a store failure */
+  error: string | null
+}
+
+/** An operation the effects hook runs; the reducer only describes it. */
+export type Task =
+  | { kind: 'addUser'; email: string; password: string }
+  | { kind: 'setPassword'; userId: string; email: string; password: string }
+  | { kind: 'setDisabled'; userId: string; email: string; disabled: boolean }
+  | { kind: 'removeUser'; userId: string; email: string }
+  | { kind: 'revokeSession'; sessionId: string; email: string }
+  | { kind: 'revokeUserSessions'; userId: string; email: string }
+  | { kind: 'rotateKey' }
+  | { kind: 'checkRevokeKey'; kid: string; prompt: string }
+  | { kind: 'revokeKey'; kid: string }
+  | { kind: 'smoke'; url: string; email: string; password: string }
+
+export interface RunningTask {
+  id: number
+  task: Task
+}
+
+/** What a finished task hands back, by kind. */
+export interface TaskResult {
+  user?: UserRow
+  key?: KeyRow
+  count?: number
+  passed?: boolean
+}
+
+export interface Confirm {
+  prompt: string
+  task: Task
+}
+
+export interface SmokeStepRow {
+  name: string
+  status: 'pending' | SmokeStepEvent['status']
+  httpStatus?: number
+  ms?: number
+  detail?: string
+}
+
+export interface SmokeState {
+  /** URL, Email, Password */
+  fields: Field[]
+  focus: number
+  /** the fields have the keyboard */
+  editing: boolean
+  steps: SmokeStepRow[]
+  result: 'pass' | 'fail' | null
+  /** a failure outside the steps (bad URL, missing field) */
+  error: string | null
+}
+
+export interface Notice {
+  kind: 'info' | 'error'
+  text: string
+}
+
+export interface State {
+  view: ViewName
+  /** null until the first read of the store */
+  snapshot: Snapshot | null
+  /** the last read of the store failed; cleared by the next good one */
+  loadError: string | null
+  lists: Record<ListName, ListState>
+  form: Form | null
+  confirm: Confirm | null
+  help: boolean
+  /** at most one admin task and one smoke run at a time */
+  tasks: RunningTask[]
+  nextTaskId: number
+  notice: Notice | null
+  smoke: SmokeState
+  /** rows a list shows at once (from the terminal height) */
+  listRows: number
+  quit: boolean
+}
+
+export const emptyList = (): ListState => ({ selectedId: null, index: 0, filter: '', filtering: false, detail: false })
+
+export function smokeFields(url: string): Field[] {
+  return [
+    { label: 'URL', value: url, hidden: false },
+    { label: 'Email', value: '', hidden: false },
+    { label: 'Password', value: '', hidden: true },
+  ]
+}
+
+export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; listRows?: number }): State {
+  return {
+    view: 'users',
+    snapshot: null,
+    loadError: null,
+    lists: { users: emptyList(), sessions: emptyList(), keys: emptyList() },
+    form: null,
+    confirm: null,
+    help: false,
+    tasks: [],
+    nextTaskId: 1,
+    notice: null,
+    smoke: {
+      fields: smokeFields(opts.smokeUrl),
+      focus: 0,
+      editing: false,
+      steps: opts.smokeSteps.map((name) => ({ name, status: 'pending' })),
+      result: null,
+      error: null,
+    },
+    listRows: opts.listRows ?? 15,
+    quit: false,
+  }
+}
+
+// ---- selectors ---------------------------------------------------------------------------
+
+const contains = (text: string, filter: string): boolean => filter === '' || text.toLowerCase().includes(filter.trim().toLowerCase())
+
+/** users whose email matches the filter, by email */
+export function visibleUsers(state: State): UserRow[] {
+  const rows = state.snapshot?.users ?? []
+  return rows.filter((u) => contains(u.email, state.lists.users.filter)).sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0))
+}
+
+/** sessions whose user's email matches the filter, most recently used first */
+export function visibleSessions(state: State): SessionRow[] {
+  const rows = state.snapshot?.sessions ?? []
+  return rows.filter((s) => contains(s.email, state.lists.sessions.filter)).sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.id < b.id ? -1 : 1))
+}
+
+/** keys, newest first (the active key is normally on top) */
+export function visibleKeys(state: State): KeyRow[] {
+  return [...(state.snapshot?.keys ?? [])].sort((a, b) => b.createdAt - a.createdAt || (a.kid < b.kid ? -1 : 1))
+}
+
+export const rowId = (row: UserRow | SessionRow | KeyRow): string => ('kid' in row ? row.kid : row.id)
+
+export function visibleRows(state: State, list: ListName): Array<UserRow | SessionRow | KeyRow> {
+  if (list === 'users') return visibleUsers(state)
+  if (list === 'sessions') return visibleSessions(state)
+  return visibleKeys(state)
+}
+
+/** the position of the selection in the visible rows: the selected row, else the same place */
+export function selectedIndex(rows: ReadonlyArray<UserRow | SessionRow | KeyRow>, list: ListState): number {
+  if (rows.length === 0) return -1
+  const at = list.selectedId === null ? -1 : rows.findIndex((r) => rowId(r) === list.selectedId)
+  return at >= 0 ? at : Math.min(Math.max(list.index, 0), rows.length - 1)
+}
+
+export function selectedUser(state: State): UserRow | undefined {
+  const rows = visibleUsers(state)
+  return rows[selectedIndex(rows, state.lists.users)]
+}
+
+export function selectedSession(state: State): SessionRow | undefined {
+  const rows = visibleSessions(state)
+  return rows[selectedIndex(rows, state.lists.sessions)]
+}
+
+export function selectedKey(state: State): KeyRow | undefined {
+  const rows = visibleKeys(state)
+  return rows[selectedIndex(rows, state.lists.keys)]
+}
+
+/** the first row of the page the selection is on */
+export const pageStart = (index: number, rows: number): number => (index <= 0 ? 0 : Math.floor(index / rows) * rows)
+
+/** which text input, if any, has the keyboard */
+export type Mode = 'help' | 'confirm' | 'form' | 'filter' | 'smokeEdit' | 'nav'
+
+export function mode(state: State): Mode {
+  if (state.help) return 'help'
+  if (state.confirm !== null) return 'confirm'
+  if (state.form !== null) return 'form'
+  if (state.view === 'smoke') return state.smoke.editing ? 'smokeEdit' : 'nav'
+  return state.lists[state.view].filtering ? 'filter' : 'nav'
+}
+
+export const isBusy = (state: State, kind: 'admin' | 'smoke'): boolean =>
+  state.tasks.some((t) => (t.task.kind === 'smoke') === (kind === 'smoke'))
+
+/** what a running task is doing, for the status line */
+export function taskLabel(task: Task): string {
+  switch (task.kind) {
+    case 'addUser':
+      return `Adding ${task.email}…`
+    case 'setPassword':
+      return `Setting the password of ${task.email}…`
+    case 'setDisabled':
+      return `${task.disabled ? 'Disabling' : 'Enabling'} ${task.email}…`
+    case 'removeUser':
+      return `Deleting ${task.email}…`
+    case 'revokeSession':
+    case 'revokeUserSessions':
+      return `Revoking sessions of ${task.email}…`
+    case 'rotateKey':
+      return 'Rotating the signing key…'
+    case 'checkRevokeKey':
+      return `Checking key ${task.kid}…`
+    case 'revokeKey':
+      return `Revoking key ${task.kid}…`
+    case 'smoke':
+      return 'Running the smoke test…'
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * TuiDeps over the real thing: the admin operations of `authctl` (core/admin.ts) on the open
+ * store, and the smoke steps of `authctl smoke`. Only shapes change here; every rule (email,
+ * password policy, sessions revoked with a password change, the active key refused) is admin's.
+ */
+import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/admin.js'
+import type { SmokeOptions, SmokeResult } from '../cli/smoke-steps.js'
+import { SMOKE_STEP_NAMES } from '../cli/smoke-steps.js'
+import type { KeyRow, SessionRow, SmokeStepEvent, TuiDeps, UserRow } from './deps.js'
+
+export interface StoreTuiDepsOptions {
+  admin: Admin
+  dataDir: string
+  /** server.public_url */
+  publicUrl: string
+  now?: () => number
+  /** the smoke steps (cli/smoke-steps.ts runSmoke); loaded on first use by default */
+  runSmoke?: (opts: SmokeOptions) => Promise<SmokeResult>
+}
+
+const userRow = (u: UserSummary): UserRow => ({ id: u.id, email: u.email, createdAt: u.createdAt, disabled: u.disabled, sessions: u.sessions })
+
+const sessionRow = (s: SessionSummary): SessionRow => ({
+  id: s.id,
+  userId: s.userId,
+  email: s.email ?? s.userId,
+  ip: s.ip,
+  userAgent: s.userAgent,
+  createdAt: s.createdAt,
+  lastUsedAt: s.lastUsedAt,
+  expiresAt: s.expiresAt,
+})
+
+const keyRow = (k: KeySummary): KeyRow => ({
+  kid: k.kid,
+  alg: k.alg,
+  state: k.state,
+  createdAt: k.createdAt,
+  activatedAt: k.activatedAt,
+  retiringAt: k.retiringAt,
+  retiredAt: k.retiredAt,
+})
+
+/** the same URL rule as `authctl smoke --url` */
+function smokeUrl(url: string): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url.trim())
+  } catch {
+    throw new Error(`The URL must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new Error(`The URL must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+  }
+  return parsed.origin + parsed.pathname
+}
+
+export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
+  const { admin } = opts
+  const runSmoke = opts.runSmoke ?? (async (o: SmokeOptions) => (await import('../cli/smoke-steps.js')).runSmoke(o))
+  return {
+    dataDir: opts.dataDir,
+    defaultSmokeUrl: opts.publicUrl,
+    smokeStepNames: [...SMOKE_STEP_NAMES],
+    now: opts.now ?? Date.now,
+
+    async snapshot() {
+      return {
+        users: admin.listUsers().map(userRow),
+        sessions: admin.listSessions().map(sessionRow),
+        keys: (await admin.listKeys()).map(keyRow),
+      }
+    },
+
+    addUser: async (email, password) => userRow(await admin.addUser(email, password)),
+    setPassword: async (userId, password) => (await admin.setPassword(userId, password)).revokedSessions,
+    setDisabled: async (userId, disabled) => (disabled ? (await admin.disableUser(userId)).revokedSessions : (await admin.enableUser(userId), 0)),
+    removeUser: async (userId) => {
+      await admin.removeUser(userId)
+    },
+
+    revokeSession: async (sessionId) => {
+      await admin.revokeSession(sessionId)
+    },
+    revokeUserSessions: async (userId) => (await admin.revokeUserSessions(userId)).revoked,
+
+    rotateKey: async () => keyRow((await admin.rotateKey()).active),
+    checkRevokeKey: async (kid) => {
+      admin.checkRevokeKey(kid)
+    },
+    revokeKey: async (kid) => {
+      await admin.revokeKey(kid)
+    },
+
+    async smoke(input, onStep) {
+      const report = (e: SmokeStepEvent): void => onStep(e)
+      const result = await runSmoke({
+        url: smokeUrl(input.url),
+        email: input.email,
+        password: input.password,
+        onStart: (s) => report({ index: s.index - 1, name: s.name, status: 'running' }),
+        onStep: (s) =>
+          report({
+            index: s.index - 1,
+            name: s.name,
+            status: s.outcome === 'passed' ? 'pass' : s.outcome === 'failed' ? 'fail' : 'skipped',
+            httpStatus: s.status ?? undefined,
+            ms: s.outcome === 'skipped' ? undefined : s.ms,
+            detail: s.error ?? undefined,
+          }),
+      })
+      return result.ok
+    },
+  }
+}

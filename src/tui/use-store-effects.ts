@@ -1,0 +1,109 @@
+/**
+ * The one place the UI has effects: it reads the store about once a second (a user added by
+ * `authctl user add` in another terminal shows up on its own), runs the operations the reducer
+ * described in State.tasks, and reports every outcome back as an action. Failures become
+ * messages on screen; nothing thrown here reaches React.
+ */
+import { useEffect, useRef, type Dispatch } from 'react'
+import type { TuiDeps } from './deps.js'
+import type { Action } from './reducer.js'
+import type { RunningTask, State, TaskResult } from './state.js'
+
+export const POLL_MS = 1000
+
+export function errorMessage(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err)
+  return text.split('\n')[0] || 'Unknown error'
+}
+
+export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<Action>, opts: { pollMs?: number } = {}): void {
+  const pollMs = opts.pollMs ?? POLL_MS
+  const alive = useRef(true)
+  const loadNow = useRef<() => void>(() => {})
+  const started = useRef(new Set<number>())
+
+  useEffect(() => {
+    alive.current = true
+    let loading = false
+    let again = false
+    const load = (): void => {
+      if (loading) {
+        again = true
+        return
+      }
+      loading = true
+      Promise.resolve()
+        .then(() => deps.snapshot())
+        .then(
+          (snapshot) => alive.current && dispatch({ type: 'loaded', snapshot }),
+          (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
+        )
+        .finally(() => {
+          loading = false
+          if (again && alive.current) {
+            again = false
+            load()
+          }
+        })
+    }
+    loadNow.current = load
+    load()
+    const timer = setInterval(load, pollMs)
+    return () => {
+      alive.current = false
+      clearInterval(timer)
+    }
+  }, [deps, dispatch, pollMs])
+
+  useEffect(() => {
+    for (const running of state.tasks) {
+      if (started.current.has(running.id)) continue
+      started.current.add(running.id)
+      run(deps, running, dispatch, () => alive.current).then(
+        (result) => {
+          if (!alive.current) return
+          dispatch({ type: 'taskDone', id: running.id, result })
+          loadNow.current()
+        },
+        (err: unknown) => {
+          if (!alive.current) return
+          dispatch({ type: 'taskFailed', id: running.id, message: errorMessage(err) })
+          loadNow.current()
+        },
+      )
+    }
+  }, [deps, dispatch, state.tasks])
+}
+
+async function run(deps: TuiDeps, { id, task }: RunningTask, dispatch: Dispatch<Action>, alive: () => boolean): Promise<TaskResult> {
+  switch (task.kind) {
+    case 'addUser':
+      return { user: await deps.addUser(task.email, task.password) }
+    case 'setPassword':
+      return { count: await deps.setPassword(task.userId, task.password) }
+    case 'setDisabled':
+      return { count: await deps.setDisabled(task.userId, task.disabled) }
+    case 'removeUser':
+      await deps.removeUser(task.userId)
+      return {}
+    case 'revokeSession':
+      await deps.revokeSession(task.sessionId)
+      return {}
+    case 'revokeUserSessions':
+      return { count: await deps.revokeUserSessions(task.userId) }
+    case 'rotateKey':
+      return { key: await deps.rotateKey() }
+    case 'checkRevokeKey':
+      await deps.checkRevokeKey(task.kid)
+      return {}
+    case 'revokeKey':
+      await deps.revokeKey(task.kid)
+      return {}
+    case 'smoke': {
+      const passed = await deps.smoke({ url: task.url, email: task.email, password: task.password }, (step) => {
+        if (alive()) dispatch({ type: 'smokeStep', id, step })
+      })
+      return { passed }
+    }
+  }
+}

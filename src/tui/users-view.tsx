@@ -1,0 +1,54 @@
+/** The Users view: the list, or the selected user's details. Render only. */
+import { Box, Text } from 'ink'
+import { formatTime } from './format.js'
+import { ListFrame } from './list-frame.js'
+import { Details, Heading, Row } from './parts.js'
+import { selectedIndex, visibleUsers, type State } from './state.js'
+
+const COLUMNS = [38, 10, 17, 9]
+
+export function UsersView(props: { state: State; height: number }) {
+  const { state } = props
+  const rows = visibleUsers(state)
+  const list = state.lists.users
+  const at = selectedIndex(rows, list)
+  if (list.detail && at >= 0) {
+    const u = rows[at]
+    return (
+      <Box flexDirection="column">
+        <Text bold>User {u.email}</Text>
+        <Text> </Text>
+        <Details
+          rows={[
+            ['id', u.id],
+            ['email', u.email],
+            ['status', u.disabled ? 'disabled' : 'active'],
+            ['created', `${formatTime(u.createdAt)} UTC`],
+            ['sessions', String(u.sessions)],
+          ]}
+        />
+      </Box>
+    )
+  }
+  const cells = (values: string[]): Array<[number, string]> => values.map((v, i) => [COLUMNS[i], v])
+  return (
+    <ListFrame
+      list={list}
+      rows={rows}
+      selected={at}
+      height={props.height - 2}
+      noun="users"
+      empty={list.filter === '' ? 'No users yet: press a to add one.' : 'No user matches the filter (Esc in the filter clears it).'}
+      loading={state.snapshot === null}
+      heading={<Heading cells={cells(['EMAIL', 'STATUS', 'CREATED (UTC)', 'SESSIONS'])} alignRight={[3]} />}
+      row={(u, selected) => (
+        <Row
+          key={u.id}
+          selected={selected}
+          cells={cells([u.email, u.disabled ? 'disabled' : 'active', formatTime(u.createdAt), String(u.sessions)])}
+          alignRight={[3]}
+        />
+      )}
+    />
+  )
+}
