@@ -1,0 +1,141 @@
+/**
+ * Refresh tokens and the rotation decision, without HTTP or a store: token shape, what the
+ * store may hold, and every branch of decideRefresh at its boundaries.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import t from 'tap'
+import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, successorToken, type SessionPolicy } from '../../src/core/sessions.js'
+import type { SessionRecord } from '../../src/store/store.js'
+
+const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
+const secret = randomBytes(32)
+const T0 = 1_700_000_000_000
+
+function session(token: string, over: Partial<SessionRecord> = {}): SessionRecord {
+  return {
+    id: 'sid',
+    userId: 'uid',
+    createdAt: T0,
+    lastUsedAt: T0,
+    expiresAt: T0 + policy.absoluteTtlMs,
+    ip: '127.0.0.1',
+    userAgent: '',
+    refreshHash: hashToken(token),
+    previousHash: null,
+    rotatedAt: null,
+    generation: 0,
+    ...over,
+  }
+}
+
+const present = (token: string) => ({ token, hash: hashToken(token) })
+const ctx = (now: number) => ({ now, secret, policy })
+
+t.test('refresh tokens are 256 bits from the CSPRNG, base64url, all different', async (t) => {
+  const seen = new Set<string>()
+  for (let i = 0; i < 1000; i++) {
+    const tok = newRefreshToken()
+    t.match(tok, REFRESH_TOKEN)
+    if (Buffer.from(tok, 'base64url').length !== 32) t.fail('not 32 bytes')
+    seen.add(tok)
+  }
+  t.equal(seen.size, 1000)
+  t.match(newSessionId(), /^[A-Za-z0-9_-]{22}$/)
+  t.equal(Buffer.from(newSessionId(), 'base64url').length, 16)
+})
+
+t.test('the store form of a token is its SHA-256, which does not replay', async (t) => {
+  const tok = newRefreshToken()
+  t.equal(hashToken(tok), createHash('sha256').update(tok).digest('base64url'))
+  // a stored hash has the shape of a token, but presented as one it is hashed again: unknown
+  t.not(hashToken(hashToken(tok)), hashToken(tok))
+  t.equal(decideRefresh(undefined, present(hashToken(tok)), ctx(T0)).result.kind, 'unknown')
+  const succ = successorToken(secret, tok)
+  t.match(succ, REFRESH_TOKEN, 'a successor is a token of the same shape')
+  t.not(succ, successorToken(randomBytes(32), tok), 'and depends on the secret')
+})
+
+t.test('isLive: idle and absolute expiry, both exclusive', async (t) => {
+  const s = session('x'.repeat(43))
+  t.ok(isLive(s, T0, policy))
+  t.ok(isLive(s, T0 + policy.idleTtlMs - 1, policy))
+  t.notOk(isLive(s, T0 + policy.idleTtlMs, policy), 'idle')
+  const used = { ...s, lastUsedAt: s.expiresAt - 1000 }
+  t.ok(isLive(used, s.expiresAt - 1, policy))
+  t.notOk(isLive(used, s.expiresAt, policy), 'absolute, however recently used')
+})
+
+t.test('decideRefresh: unknown hash', async (t) => {
+  t.same(decideRefresh(undefined, present(newRefreshToken()), ctx(T0)), { action: 'none', result: { kind: 'unknown' } })
+})
+
+t.test('decideRefresh: the live token rotates to its successor', async (t) => {
+  const rt0 = newRefreshToken()
+  const s = session(rt0)
+  const d = decideRefresh(s, present(rt0), ctx(T0 + 5000))
+  t.equal(d.action, 'rotate')
+  if (d.action !== 'rotate' || d.result.kind !== 'rotated') throw new Error('not rotated')
+  const rt1 = d.result.token
+  t.match(rt1, REFRESH_TOKEN)
+  t.not(rt1, rt0)
+  t.same(d.session, {
+    ...s,
+    lastUsedAt: T0 + 5000,
+    previousHash: hashToken(rt0),
+    refreshHash: hashToken(rt1),
+    rotatedAt: T0 + 5000,
+    generation: 1,
+  })
+  t.notOk(JSON.stringify(d.session).includes(rt1), 'the new record holds no token')
+  t.notOk(JSON.stringify(d.session).includes(rt0))
+})
+
+t.test('decideRefresh: within the grace the previous token gets the same successor, without a write', async (t) => {
+  const rt0 = newRefreshToken()
+  const first = decideRefresh(session(rt0), present(rt0), ctx(T0))
+  if (first.action !== 'rotate' || first.result.kind !== 'rotated') throw new Error('not rotated')
+  const rt1 = first.result.token
+  const s1 = first.session
+  for (const dt of [0, 1, policy.reuseGraceMs]) {
+    const d = decideRefresh(s1, present(rt0), ctx(T0 + dt))
+    t.same(d, { action: 'none', result: { kind: 'grace', session: s1, token: rt1 } }, `+${dt} ms`)
+  }
+  const late = decideRefresh(s1, present(rt0), ctx(T0 + policy.reuseGraceMs + 1))
+  t.same(late, { action: 'revoke', result: { kind: 'reuse', session: s1 } }, 'one millisecond after the grace: reuse')
+})
+
+t.test('decideRefresh: with a zero grace any second presentation is a reuse', async (t) => {
+  const rt0 = newRefreshToken()
+  const zero = { ...policy, reuseGraceMs: 0 }
+  const first = decideRefresh(session(rt0), present(rt0), { now: T0, secret, policy: zero })
+  if (first.action !== 'rotate') throw new Error('not rotated')
+  t.equal(decideRefresh(first.session, present(rt0), { now: T0 + 1, secret, policy: zero }).result.kind, 'reuse')
+})
+
+t.test('decideRefresh: a token two rotations back is a reuse even inside the grace', async (t) => {
+  const rt0 = newRefreshToken()
+  const d1 = decideRefresh(session(rt0), present(rt0), ctx(T0))
+  if (d1.action !== 'rotate' || d1.result.kind !== 'rotated') throw new Error('not rotated')
+  const d2 = decideRefresh(d1.session, present(d1.result.token), ctx(T0 + 1))
+  if (d2.action !== 'rotate') throw new Error('not rotated')
+  t.same(decideRefresh(d2.session, present(rt0), ctx(T0 + 2)), { action: 'revoke', result: { kind: 'reuse', session: d2.session } })
+})
+
+t.test('decideRefresh: the grace does not hold when the record was tampered (successor mismatch)', async (t) => {
+  const rt0 = newRefreshToken()
+  const d1 = decideRefresh(session(rt0), present(rt0), ctx(T0))
+  if (d1.action !== 'rotate') throw new Error('not rotated')
+  const other = { ...d1.session, refreshHash: hashToken(newRefreshToken()) }
+  t.equal(decideRefresh(other, present(rt0), ctx(T0 + 1)).result.kind, 'reuse')
+  const otherSecret = decideRefresh(d1.session, present(rt0), { now: T0 + 1, secret: randomBytes(32), policy })
+  t.equal(otherSecret.result.kind, 'reuse', 'a successor under another secret is not the live one')
+})
+
+t.test('decideRefresh: an expired session is revoked whatever token is shown', async (t) => {
+  const rt0 = newRefreshToken()
+  const s = session(rt0)
+  t.same(decideRefresh(s, present(rt0), ctx(T0 + policy.idleTtlMs)), { action: 'revoke', result: { kind: 'expired', session: s } })
+  const busy = { ...s, lastUsedAt: s.expiresAt - 1 }
+  t.same(decideRefresh(busy, present(rt0), ctx(s.expiresAt)), { action: 'revoke', result: { kind: 'expired', session: busy } })
+  t.equal(decideRefresh(s, present(newRefreshToken()), ctx(T0 + policy.idleTtlMs)).result.kind, 'expired')
+})
