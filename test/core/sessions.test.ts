@@ -47,9 +47,9 @@ t.test('refresh tokens are 256 bits from the CSPRNG, base64url, all different', 
 t.test('the store form of a token is its SHA-256, which does not replay', async (t) => {
   const tok = newRefreshToken()
   t.equal(hashToken(tok), createHash('sha256').update(tok).digest('base64url'))
-  // a stored hash has the shape of a token, but presented as one it is hashed again: unknown
+  // a stored hash has the shape of a token, but presented as one it is hashed again, to a
+  // hash the store does not hold (test/store/refresh-session.test.ts presents one)
   t.not(hashToken(hashToken(tok)), hashToken(tok))
-  t.equal(decideRefresh(undefined, present(hashToken(tok)), ctx(T0)).result.kind, 'unknown')
   const succ = successorToken(secret, tok)
   t.match(succ, REFRESH_TOKEN, 'a successor is a token of the same shape')
   t.not(succ, successorToken(randomBytes(32), tok), 'and depends on the secret')
