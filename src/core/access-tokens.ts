@@ -51,6 +51,9 @@ export function createAccessTokens(deps: {
       if (token.length > MAX_TOKEN_LENGTH) return null
       const parts = token.split('.')
       if (parts.length !== 3 || !B64URL.test(parts[0]!) || !B64URL.test(parts[1]!) || !B64URL.test(parts[2]!)) return null
+      // base64url leaves spare bits in the last character: several spellings decode to the same
+      // signature. Only the one we issue is accepted, so a token has exactly one text.
+      if (Buffer.from(parts[2]!, 'base64url').toString('base64url') !== parts[2]) return null
       let header: unknown
       try {
         header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'))
@@ -58,7 +61,9 @@ export function createAccessTokens(deps: {
         return null
       }
       if (typeof header !== 'object' || header === null) return null
-      const { alg, kid, typ } = header as Record<string, unknown>
+      const { alg, kid, typ, crit } = header as Record<string, unknown>
+      // RFC 7515 4.1.11: a critical extension we do not implement (we implement none) must be refused
+      if (crit !== undefined) return null
       // jsonwebtoken ignores typ: check it, so an ID token or other JWS of ours is not accepted
       if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
       const key = deps.keyring.verifying(kid)
