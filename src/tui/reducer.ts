@@ -68,8 +68,8 @@ export type Action =
   | { type: 'taskFailed'; id: number; message: string }
   | { type: 'smokeStep'; id: number; step: SmokeStepEvent }
 
-/** rows of the screen around a list: header, tabs, headings, position, status, footer */
-export const CHROME_ROWS = 9
+/** rows of the screen around a list: header, tabs, rule, headings, position, status (2), footer (2), and one spare */
+export const CHROME_ROWS = 10
 
 export function reducer(state: State, action: Action): State {
   switch (action.type) {

@@ -1,7 +1,7 @@
 /**
  * The whole screen: header (data dir, counts), view tabs, the current view, a status line and
  * the keys of what has the keyboard. Render only: it reads State and nothing else. At 80×24
- * it uses 23 lines (the last line of a terminal scrolls when written to).
+ * it uses 23 lines (writing the last line of a terminal can scroll it).
  */
 import { Spinner } from '@inkjs/ui'
 import { Box, Text } from 'ink'
@@ -68,21 +68,21 @@ function Body(props: { state: State; height: number; now: number }) {
   )
 }
 
-/** the one line under the view: a confirmation, a running operation, or the last outcome */
+/** the two lines under the view: a confirmation, a running operation, or the last outcome */
 function Status(props: { state: State }) {
   const { state } = props
   const busy = state.tasks.find((t) => t.task.kind !== 'smoke')
-  if (state.confirm !== null)
-    return (
-      <Text wrap="truncate-end" bold>
-        Confirm: {state.confirm.prompt} [y/N]
-      </Text>
-    )
-  if (busy !== undefined && state.form === null) return <Spinner label={taskLabel(busy.task)} />
-  if (state.notice !== null)
-    return <Text wrap="truncate-end">{state.notice.kind === 'error' ? `Error: ${state.notice.text}` : state.notice.text}</Text>
-  if (state.loadError !== null) return <Text wrap="truncate-end">Error: {state.loadError}</Text>
-  return <Text> </Text>
+  let line
+  if (state.confirm !== null) line = <Text bold>Confirm (y/N): {state.confirm.prompt}</Text>
+  else if (busy !== undefined && state.form === null) line = <Spinner label={taskLabel(busy.task)} />
+  else if (state.notice !== null) line = <Text>{state.notice.kind === 'error' ? `Error: ${state.notice.text}` : state.notice.text}</Text>
+  else if (state.loadError !== null) line = <Text>Error: {state.loadError}</Text>
+  else line = <Text> </Text>
+  return (
+    <Box height={2} width={WIDTH} overflow="hidden" flexDirection="column">
+      {line}
+    </Box>
+  )
 }
 
 const keysLine = (pairs: Array<[string, string]>): string => pairs.map(([k, what]) => `${k} ${what}`).join('  ')

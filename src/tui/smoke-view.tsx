@@ -27,7 +27,6 @@ function StepLine(props: { step: SmokeStepRow; index: number }) {
       <Box width={10} flexShrink={0} justifyContent="flex-end" paddingRight={1}>
         <Text>{step.ms === undefined ? '' : `${Math.round(step.ms)} ms`}</Text>
       </Box>
-      <Text wrap="truncate-end">{step.detail ?? ''}</Text>
     </Box>
   )
 }
@@ -37,6 +36,7 @@ export function SmokeView(props: { state: State }) {
   const running = isBusy(props.state, 'smoke')
   const passed = smoke.steps.filter((s) => s.status === 'pass').length
   const total = smoke.steps.reduce((sum, s) => sum + (s.ms ?? 0), 0)
+  const failed = smoke.steps.findIndex((s) => s.status === 'fail')
   return (
     <Box flexDirection="column">
       {smoke.fields.map((f, i) => (
@@ -70,7 +70,12 @@ export function SmokeView(props: { state: State }) {
       ) : (
         <Text>{smoke.editing ? 'Enter on the password runs the steps.' : 'Press Enter to fill in the fields, r to run.'}</Text>
       )}
-      {smoke.error !== null ? <Text wrap="truncate-end">Error: {smoke.error}</Text> : null}
+      {failed >= 0 && smoke.steps[failed].detail !== undefined ? (
+        <Text wrap="wrap">
+          Step {failed + 1} ({smoke.steps[failed].name}) failed: {smoke.steps[failed].detail}
+        </Text>
+      ) : null}
+      {smoke.error !== null ? <Text wrap="wrap">Error: {smoke.error}</Text> : null}
     </Box>
   )
 }

@@ -148,7 +148,7 @@ export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; lis
       result: null,
       error: null,
     },
-    listRows: opts.listRows ?? 15,
+    listRows: opts.listRows ?? 14,
     quit: false,
   }
 }

@@ -1,0 +1,389 @@
+/**
+ * The terminal UI rendered by Ink (ink-testing-library): what each view shows, the keys that
+ * drive it, its confirmations, and that failures of the store or network stay on screen.
+ */
+import t, { type Test } from 'tap'
+import { render } from 'ink-testing-library'
+import { createElement } from 'react'
+import { App } from '../../src/tui/app.js'
+import { fakeDeps, key, session, T0, user, type FakeDeps } from './fake-deps.js'
+
+const KEY = { enter: '\r', esc: '\u001b', up: '\u001b[A', down: '\u001b[B', tab: '\t', backspace: '\u007f', ctrlC: '\u0003' }
+
+const flat = (frame: string): string => frame.split('\n').map((l) => l.trim()).join(' ')
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
+
+function mount(t: Test, deps: FakeDeps) {
+  const app = render(createElement(App, { deps, pollMs: 40, rows: 24 }))
+  t.teardown(() => app.unmount())
+  const frame = (): string => app.lastFrame() ?? ''
+  /** waits (at most 3 s) until the frame contains the text or matches */
+  const waitFor = async (want: string | RegExp, not = false): Promise<string> => {
+    const deadline = Date.now() + 3000
+    for (;;) {
+      const f = frame()
+      // a long line wraps: strings are also looked for in the frame read as one line
+      const has = typeof want === 'string' ? f.includes(want) || flat(f).includes(want) : want.test(f)
+      if (has !== not) return f
+      if (Date.now() > deadline) throw new Error(`timed out waiting ${not ? 'for no' : 'for'} ${String(want)}; last frame:\n${f}`)
+      await sleep(10)
+    }
+  }
+  /** writes each key separately, letting Ink read each */
+  const press = async (...keys: string[]): Promise<void> => {
+    for (const k of keys) {
+      app.stdin.write(k)
+      await sleep(15)
+    }
+  }
+  return { app, frame, waitFor, press }
+}
+
+const alice = user('alice@example.com')
+const bob = user('bob@example.com', { disabled: true })
+
+function seeded(): FakeDeps {
+  return fakeDeps({
+    users: [alice, bob],
+    sessions: [
+      session('sess-alice-1', alice),
+      session('sess-alice-2', alice, { ip: '2001:db8::7', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0', lastUsedAt: T0 - 3 * 3600_000 }),
+    ],
+    keys: [key('kid-active-000001'), key('kid-retiring-0001', { state: 'retiring', createdAt: T0 - 9 * 86400_000, retiringAt: T0 - 86400_000 })],
+  })
+}
+
+t.test('Users: header with the data dir and counts, rows with status in words, footer with the keys', async (t) => {
+  const ui = mount(t, seeded())
+  const f = await ui.waitFor('alice@example.com')
+  const lines = f.split('\n')
+  t.ok(lines.length <= 23, `fits 24 rows (${lines.length} lines)`)
+  t.ok(lines.every((l) => [...l].length <= 80), 'fits 80 columns')
+  t.match(lines[0], /authd · data \/var\/lib\/authd\s+2 users · 2 sessions · 2 keys/)
+  t.match(lines[1], /\[1 Users\]/, 'the current view is marked by brackets, not only a colour')
+  t.match(f, /EMAIL\s+STATUS\s+CREATED \(UTC\)\s+SESSIONS/)
+  t.match(f, /> alice@example\.com\s+active\s+2025-03-04 09:05\s+2/)
+  t.match(f, /  bob@example\.com\s+disabled\s+2025-03-04 09:05\s+0/)
+  t.match(f, /1-2 of 2 users/)
+  t.match(f, /a add\s+d disable\/enable\s+p password\s+x delete/)
+  t.match(f, /\? help\s+q quit/)
+})
+
+t.test('Users: / filters as one types, Esc clears', async (t) => {
+  const ui = mount(t, seeded())
+  await ui.waitFor('alice@example.com')
+  await ui.press('/', 'b', 'o')
+  let f = await ui.waitFor('Filter: bo')
+  t.notMatch(f, 'alice@example.com')
+  t.match(f, /> bob@example\.com/)
+  t.match(f, /1-1 of 1 users/)
+  await ui.press(KEY.enter)
+  f = await ui.waitFor('matching "bo"')
+  await ui.press('/', KEY.esc)
+  f = await ui.waitFor('alice@example.com')
+  t.match(f, /1-2 of 2 users/)
+})
+
+t.test('Users: a adds a user; passwords are hidden; a policy error shows in the form; then it is in the list', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('a')
+  await ui.waitFor('Add user')
+  await ui.press('carol@example.com', KEY.enter, 'password', KEY.enter, 'password')
+  let f = await ui.waitFor(/Repeat\s+\*{8}/)
+  t.notMatch(f, 'password\n', 'the password itself is never on screen')
+  t.match(f, /Password\s+\*{8}/)
+  deps.failNext.set('addUser', 'Password is too common')
+  await ui.press(KEY.enter)
+  f = await ui.waitFor('Error: Password is too common')
+  t.match(f, /> Password\s/, 'the cursor is back on the password')
+  t.match(f, /Email\s+carol@example\.com/, 'the email is kept')
+
+  await ui.press('Tr0ub4dor&3x!', KEY.enter, 'Tr0ub4dor&3x!', KEY.enter)
+  f = await ui.waitFor('Added carol@example.com.')
+  t.match(f, /> carol@example\.com\s+active/, 'the new user is in the list, selected')
+  t.match(f, /3 users/)
+  t.same(deps.calls.filter((c) => c.startsWith('addUser')), ['addUser carol@example.com password', 'addUser carol@example.com Tr0ub4dor&3x!'])
+})
+
+t.test('Users: mismatched passwords are caught before anything runs', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('a', 'dan@example.com', KEY.enter, 'one-password', KEY.enter, 'other-password', KEY.enter)
+  await ui.waitFor('Error: The passwords do not match.')
+  t.same(deps.calls, [])
+  await ui.press(KEY.esc)
+  await ui.waitFor('Add user', true)
+})
+
+t.test('Users: d asks before disabling; n keeps the user; y disables and revokes', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('d')
+  let f = await ui.waitFor('Confirm (y/N): Disable alice@example.com? Its 2 sessions end now.')
+  t.match(f, /y yes\s+n\/Esc\/Enter no/)
+  await ui.press('n')
+  await ui.waitFor('Cancelled.')
+  t.same(deps.calls, [])
+  await ui.press('d', 'y')
+  f = await ui.waitFor('Disabled alice@example.com; 2 sessions revoked.')
+  f = await ui.waitFor(/> alice@example\.com\s+disabled/)
+  t.same(deps.calls, ['setDisabled id-alice true'])
+  await ui.press('d')
+  await ui.waitFor('Enabled alice@example.com.')
+  t.same(deps.calls, ['setDisabled id-alice true', 'setDisabled id-alice false'], 'enabling does not ask')
+})
+
+t.test('Users: x deletes after confirmation only', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('x')
+  await ui.waitFor('Confirm (y/N): Delete alice@example.com and its 2 sessions? This cannot be undone.')
+  await ui.press(KEY.enter)
+  await ui.waitFor('Cancelled.')
+  t.ok(ui.frame().includes('alice@example.com'))
+  await ui.press('x', 'y')
+  await ui.waitFor('Deleted alice@example.com.')
+  const f = await ui.waitFor('1-1 of 1 users')
+  t.notMatch(f, /alice@example\.com\s+active/)
+  t.same(deps.calls, ['removeUser id-alice'])
+})
+
+t.test('Users: p sets a password (typed twice, hidden)', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('p')
+  await ui.waitFor('New password for alice@example.com')
+  await ui.press('n3w-secret-pw', KEY.enter, 'n3w-secret-pw')
+  t.notMatch(ui.frame(), 'n3w-secret-pw')
+  await ui.press(KEY.enter)
+  await ui.waitFor('Password of alice@example.com set; 2 sessions revoked.')
+  t.same(deps.calls, ['setPassword id-alice n3w-secret-pw'])
+})
+
+t.test('Users: Enter opens the details', async (t) => {
+  const ui = mount(t, seeded())
+  await ui.waitFor('alice@example.com')
+  await ui.press(KEY.enter)
+  const f = await ui.waitFor('User alice@example.com')
+  t.match(f, /id\s+id-alice/)
+  t.match(f, /status\s+active/)
+  t.match(f, /created\s+2025-03-04 09:05 UTC/)
+  await ui.press(KEY.esc)
+  await ui.waitFor('1-2 of 2 users')
+})
+
+t.test('Sessions: user, ip, user agent, last used, expiry; filter by user; revoke one or all, each confirmed', async (t) => {
+  const deps = seeded()
+  const carol = user('carol@example.com')
+  deps.users.push(carol)
+  deps.sessions.push(session('sess-carol-1', carol, { lastUsedAt: T0 - 86400_000 }))
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('2')
+  let f = await ui.waitFor('1-3 of 3 sessions')
+  t.match(f, /USER\s+IP\s+USER AGENT\s+LAST USED\s+EXPIRES/)
+  t.match(f, /> alice@example\.com\s+203\.0\.113\.7\s+curl\/8\.5\.0\s+2m ago\s+in 7d/)
+  t.match(f, /alice@example\.com\s+2001:db8::7\s+Mozilla\/5\.0 \(X…\s+3h ago/, 'a long user agent is cut with …')
+
+  await ui.press('/', 'carol', KEY.enter)
+  f = await ui.waitFor('1-1 of 1 sessions matching "carol"')
+  t.notMatch(f, 'alice@example.com ')
+  await ui.press('x')
+  await ui.waitFor('Confirm (y/N): Revoke session sess-car… of carol@example.com (203.0.113.7)?')
+  await ui.press('y')
+  await ui.waitFor('Revoked a session of carol@example.com.')
+  await ui.waitFor('No live sessions of a matching user.')
+
+  await ui.press('/', KEY.esc)
+  await ui.waitFor('1-2 of 2 sessions')
+  await ui.press('X')
+  await ui.waitFor('Confirm (y/N): Revoke all 2 sessions of alice@example.com?')
+  await ui.press(KEY.esc)
+  await ui.waitFor('Cancelled.')
+  await ui.press('X', 'y')
+  await ui.waitFor('Revoked 2 sessions of alice@example.com.')
+  await ui.waitFor('No live sessions: they start when users log in.')
+  t.same(deps.calls, ['revokeSession sess-carol-1', 'revokeUserSessions id-alice'])
+})
+
+t.test('Users: s shows the sessions of the selected user', async (t) => {
+  const ui = mount(t, seeded())
+  await ui.waitFor('alice@example.com')
+  await ui.press('s')
+  const f = await ui.waitFor('1-2 of 2 sessions matching "alice@example.com"')
+  t.match(f, /\[2 Sessions\]/)
+})
+
+t.test('Keys: states and times; r rotates; the active key is refused before any question; another is revoked after y', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('3')
+  let f = await ui.waitFor('1-2 of 2 keys')
+  t.match(f, /KID\s+ALG\s+STATE\s+CREATED \(UTC\)\s+STATE SINCE/)
+  t.match(f, /> kid-active-000001\s+ES256\s+active\s+2025-03-03 09:05\s+2025-03-03 09:05/)
+  t.match(f, /kid-retiring-0001\s+ES256\s+retiring\s+2025-02-23 09:05\s+2025-03-03 09:05/)
+
+  await ui.press('x')
+  f = await ui.waitFor('Error: Key kid-active-000001 is the active signing key: rotate to a new key before revoking it.')
+  t.notMatch(f, 'Confirm')
+
+  await ui.press('r')
+  f = await ui.waitFor('Rotated: key kid-new-0002 (ES256) signs from now on.')
+  f = await ui.waitFor('1-3 of 3 keys')
+  t.match(f, /kid-new-0002\s+ES256\s+active/)
+  t.match(f, /kid-active-000001\s+ES256\s+retiring/)
+
+  await ui.press('G', 'x')
+  await ui.waitFor('Confirm (y/N): Revoke key kid-retiring-0001 (retiring)? Tokens it signed stop verifying at once.')
+  await ui.press('y')
+  await ui.waitFor('Revoked key kid-retiring-0001.')
+  f = await ui.waitFor('1-2 of 2 keys')
+  t.notMatch(f, 'kid-retiring-0001 ')
+  t.same(deps.calls, ['checkRevokeKey kid-active-000001', 'rotateKey', 'checkRevokeKey kid-retiring-0001', 'revokeKey kid-retiring-0001'])
+})
+
+t.test('Smoke: the URL defaults from the config, the password is hidden, steps run live with status and ms, then a summary', async (t) => {
+  const deps = seeded()
+  deps.smokePlan = [
+    { name: 'login', status: 'pass', httpStatus: 200, ms: 84 },
+    { name: 'me', status: 'pass', httpStatus: 200, ms: 3 },
+    { name: 'refresh', status: 'pass', httpStatus: 200, ms: 5 },
+    { name: 'me_refreshed', status: 'pass', httpStatus: 200, ms: 2 },
+    { name: 'logout', status: 'pass', httpStatus: 200, ms: 4 },
+    { name: 'refresh_after_logout', status: 'pass', httpStatus: 401, ms: 2 },
+  ]
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('4')
+  let f = await ui.waitFor('URL       http://127.0.0.1:8080')
+  t.match(f, /·\s+1\. login\s+not run/)
+  await ui.press(KEY.enter, 'alice@example.com', KEY.enter, 'hunter2-hunter2')
+  f = await ui.waitFor(/Password\s+\*{15}/)
+  t.notMatch(f, 'hunter2')
+  await ui.press(KEY.enter)
+  f = await ui.waitFor(/1\. login\s+running/)
+  t.match(f, /^[^\n]*1\. login\s+running/m, 'a step in flight says so in words next to its spinner')
+  f = await ui.waitFor('PASS: 6 of 6 steps passed in 100 ms')
+  t.match(f, /✓\s+1\. login\s+ok\s+200\s+84 ms/)
+  t.match(f, /✓\s+6\. refresh_after_logout\s+ok\s+401\s+2 ms/)
+  t.same(deps.smokeInputs, [{ url: 'http://127.0.0.1:8080', email: 'alice@example.com', password: 'hunter2-hunter2' }])
+})
+
+t.test('Smoke: a failed step shows FAIL and why; later steps are skipped; the summary says FAIL', async (t) => {
+  const deps = seeded()
+  deps.smokePlan = [
+    { name: 'login', status: 'fail', httpStatus: 401, ms: 90, detail: 'expected 200, got 401: Invalid email or password' },
+    { name: 'me', status: 'skipped' },
+  ]
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('4', KEY.enter, 'alice@example.com', KEY.enter, 'wrong', KEY.enter)
+  const f = await ui.waitFor('FAIL: 0 of 6 steps passed')
+  t.match(f, /✗\s+1\. login\s+FAIL\s+401\s+90 ms/)
+  t.match(flat(f), 'Step 1 (login) failed: expected 200, got 401: Invalid email or password')
+  t.match(f, /-\s+2\. me\s+skipped/)
+})
+
+t.test('Smoke: a network or URL error is shown, and the UI goes on', async (t) => {
+  const deps = seeded()
+  deps.failNext.set('smoke', 'The URL must be an absolute http:// or https:// URL (got "localhost").')
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('4', KEY.enter)
+  // clear the URL and type a bad one
+  await ui.press(KEY.up, ...Array.from({ length: 21 }, () => KEY.backspace), 'localhost', KEY.enter, 'a@b.c', KEY.enter, 'pw', KEY.enter)
+  const f = await ui.waitFor('Error: The URL must be an absolute')
+  t.match(f, /FAIL:/)
+  await ui.press('1')
+  await ui.waitFor('[1 Users]')
+})
+
+t.test('? shows the keys of the current view; Esc closes it', async (t) => {
+  const ui = mount(t, seeded())
+  await ui.waitFor('alice@example.com')
+  await ui.press('3', '?')
+  const f = await ui.waitFor('Keys: Keys')
+  t.match(f, /r\s+rotate/)
+  t.match(f, /x\s+revoke/)
+  t.match(f, /q Ctrl-C\s+quit/)
+  await ui.press(KEY.esc)
+  await ui.waitFor('1-2 of 2 keys')
+})
+
+t.test('a user added to the store elsewhere appears on the next read', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('2 users')
+  deps.users.push(user('zoe@example.com'))
+  const f = await ui.waitFor('zoe@example.com')
+  t.match(f, /3 users/)
+})
+
+t.test('a store that cannot be read is reported on screen; the UI keeps working and recovers', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  deps.snapshotError = 'MDB_READERS_FULL: Environment maxreaders limit reached'
+  let f = await ui.waitFor('Error: Cannot read the store: MDB_READERS_FULL')
+  t.match(f, 'alice@example.com', 'the last rows stay')
+  await ui.press('2')
+  f = await ui.waitFor('[2 Sessions]')
+  deps.snapshotError = null
+  await ui.waitFor('Error: Cannot read the store', true)
+})
+
+t.test('an operation the store refuses shows its message, not a crash', async (t) => {
+  const deps = seeded()
+  deps.failNext.set('removeUser', 'No user with email or id "id-alice".')
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('x', 'y')
+  await ui.waitFor('Error: No user with email or id "id-alice".')
+  await ui.press('j')
+  await ui.waitFor('> bob@example.com')
+})
+
+t.test('q quits: the app unmounts and stops reading the store', async (t) => {
+  const deps = seeded()
+  let reads = 0
+  const snapshot = deps.snapshot.bind(deps)
+  deps.snapshot = () => {
+    reads++
+    return snapshot()
+  }
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('q')
+  await sleep(100)
+  const after = reads
+  const frame = ui.frame()
+  await sleep(200)
+  t.equal(reads, after, 'no reads after quitting (the poll timer is gone)')
+  await ui.press('2')
+  t.equal(ui.frame(), frame, 'keys no longer reach it')
+})
+
+t.test('Ctrl-C quits even from inside a form', async (t) => {
+  const deps = seeded()
+  let reads = 0
+  const snapshot = deps.snapshot.bind(deps)
+  deps.snapshot = () => {
+    reads++
+    return snapshot()
+  }
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('a', KEY.ctrlC)
+  await sleep(100)
+  const after = reads
+  await sleep(200)
+  t.equal(reads, after)
+})
