@@ -62,18 +62,22 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
   } as const
   let running = 0
   let runs = 0
-  const waiting: Array<() => void> = []
+  // Two lanes. New hashes (register, the re-hash after a login, passwd) start before queued
+  // verifications: a login flood, from as many addresses as an attacker has, would otherwise
+  // put every sign-up behind it, while new hashes are rate-limited at their source.
+  const verifications: Array<() => void> = []
+  const newHashes: Array<() => void> = []
 
-  const slot = async <T>(work: () => Promise<T>): Promise<T> => {
+  const slot = async <T>(lane: Array<() => void>, work: () => Promise<T>): Promise<T> => {
     if (running >= opts.concurrency) {
-      if (waiting.length >= opts.maxQueue) throw new AppError('BUSY', { retryAfterS: 1 })
-      await new Promise<void>((resolve) => waiting.push(resolve))
+      if (verifications.length + newHashes.length >= opts.maxQueue) throw new AppError('BUSY', { retryAfterS: 1 })
+      await new Promise<void>((resolve) => lane.push(resolve))
     } else running++
     runs++
     try {
       return await work()
     } finally {
-      const next = waiting.shift()
+      const next = newHashes.shift() ?? verifications.shift()
       if (next !== undefined) next()
       else running--
     }
@@ -84,10 +88,10 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
   const dummy = await argon2.hash(randomBytes(32).toString('base64'), options)
 
   const verifyEncoded = (encoded: string, password: string): Promise<boolean> =>
-    slot(() => argon2.verify(encoded, normalise(password)).catch(() => false))
+    slot(verifications, () => argon2.verify(encoded, normalise(password)).catch(() => false))
 
   return {
-    hash: (password) => slot(() => argon2.hash(normalise(password), options)),
+    hash: (password) => slot(newHashes, () => argon2.hash(normalise(password), options)),
     async verify(encoded, password) {
       const params = parseHashParams(encoded)
       if (params === null || !acceptable(params)) {
@@ -108,7 +112,7 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
       return runs
     },
     get pending() {
-      return running + waiting.length
+      return running + verifications.length + newHashes.length
     },
   }
 }

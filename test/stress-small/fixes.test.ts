@@ -3,6 +3,7 @@
  * broke, and fails on the code before its fix.
  */
 import t from 'tap'
+import { createPasswordHasher } from '../../src/core/passwords.js'
 import { addUser, call, startServer } from '../helpers/app.js'
 import { activeKey, b64url, craft, decode, signer } from '../helpers/jwt.js'
 
@@ -43,4 +44,27 @@ t.test('access tokens', async (t) => {
     }
     t.equal((await me(`${b64url({ ...header, crit: ['exp'] })}.${b64url(payload)}.`)).status, 401)
   })
+})
+
+t.test('a new password hash is not queued behind a flood of verifications (sign-up during a login flood)', async (t) => {
+  const hasher = await createPasswordHasher({ memoryKib: 19456, timeCost: 2, parallelism: 1, concurrency: 1, maxQueue: 100 })
+  const encoded = await hasher.hash('correct horse battery')
+  const order: string[] = []
+  const track = <T>(name: string, p: Promise<T>): Promise<T> => p.then((v) => (order.push(name), v))
+  // one verification runs, five more wait: a flood in miniature
+  const flood = Array.from({ length: 6 }, (_, i) => track(`verify${i}`, hasher.verify(encoded, 'wrong guess')))
+  const signUp = track('hash', hasher.hash('a new user password'))
+  t.equal(hasher.pending, 7)
+  await Promise.all([...flood, signUp])
+  t.same(order.slice(0, 2), ['verify0', 'hash'], 'the new hash runs as soon as the running verification ends')
+  t.equal(order.length, 7, 'every queued verification still runs')
+})
+
+t.test('the hash queue bound counts both lanes', async (t) => {
+  const hasher = await createPasswordHasher({ memoryKib: 19456, timeCost: 2, parallelism: 1, concurrency: 1, maxQueue: 2 })
+  const running = hasher.verify('$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', 'x')
+  const queued = [hasher.hash('one password here'), hasher.verify('$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', 'y')]
+  await t.rejects(hasher.hash('one too many'), { code: 'BUSY' })
+  await t.rejects(hasher.verify('$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', 'z'), { code: 'BUSY' })
+  await Promise.all([running, ...queued])
 })
