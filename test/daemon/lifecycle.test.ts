@@ -1,0 +1,92 @@
+/**
+ * The real daemon (`authd start`, built, in a child process): ready when it listens, and on
+ * SIGTERM it stops accepting, lets the request in flight finish, and exits 0.
+ */
+import { connect } from 'node:net'
+import t from 'tap'
+import { call, spawnDaemon, type Daemon } from '../helpers/app.js'
+
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))])
+
+const exited = (d: Daemon): Promise<number | null> =>
+  d.proc.exitCode !== null ? Promise.resolve(d.proc.exitCode) : new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)))
+
+const refused = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1')
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
+    s.once('error', () => resolve(true))
+  })
+
+t.test('is ready and healthy once it listens, and logs the chosen port', async (t) => {
+  const d = await spawnDaemon(t, t.testdir())
+  const ready = await call(d.url, 'GET', '/readyz')
+  t.equal(ready.status, 200)
+  t.equal(ready.body.success, true)
+  t.same((await call(d.url, 'GET', '/healthz')).body, { success: true, data: { status: 'ok' } })
+  const line = d.output().split('\n').find((l) => l.includes('"event":"listening"'))
+  t.ok(line, 'a JSON listening line')
+  t.equal(JSON.parse(line!).port, d.port)
+  t.equal(await within(d.stop(), 15_000, 'exit after SIGTERM'), 0)
+})
+
+t.test('on SIGTERM drains the request in flight, refuses new connections, and exits 0', async (t) => {
+  const d = await spawnDaemon(t, t.testdir())
+  const body = JSON.stringify({ email: 'nobody@example.com', password: 'whatever it is' })
+  const socket = connect(d.port, '127.0.0.1')
+  let answer = ''
+  socket.on('data', (c: Buffer) => (answer += c.toString()))
+  socket.on('error', () => undefined)
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  // the request has begun: headers and half the body
+  socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
+  await new Promise((r) => setTimeout(r, 300))
+  const code = exited(d)
+  d.proc.kill('SIGTERM')
+  await new Promise((r) => setTimeout(r, 500))
+  t.equal(d.proc.exitCode, null, 'still running while a request is in flight')
+  t.ok(await refused(d.port), 'no longer accepting connections')
+  socket.write(body.slice(10))
+  const status = await within(
+    new Promise<number>((resolve) => {
+      const check = (): void => {
+        const m = /^HTTP\/1\.1 (\d{3})/.exec(answer)
+        if (m !== null && answer.includes('\r\n\r\n{')) resolve(Number(m[1]))
+      }
+      socket.on('data', check)
+      check()
+    }),
+    10_000,
+    'the in-flight answer',
+  )
+  t.equal(status, 401, 'the in-flight login was answered')
+  t.match(answer, /"Invalid email or password"/)
+  const answeredAt = performance.now()
+  t.equal(await within(code, 15_000, 'exit after draining'), 0, 'exit code 0')
+  const lingered = performance.now() - answeredAt
+  t.ok(lingered < 2500, `exits once the drained connection is done, not a keep-alive timeout later (${Math.round(lingered)} ms)`)
+  t.match(d.output(), /"event":"stopping"/)
+  t.match(d.output(), /"event":"stopped"/)
+  socket.destroy()
+})
+
+t.test('exits 0 promptly on SIGTERM with an idle keep-alive connection open', async (t) => {
+  const d = await spawnDaemon(t, t.testdir())
+  const socket = connect(d.port, '127.0.0.1')
+  socket.on('error', () => undefined)
+  let answered = false
+  socket.on('data', () => (answered = true))
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
+  socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  for (let i = 0; i < 100 && !answered; i++) await new Promise((r) => setTimeout(r, 20))
+  t.ok(answered)
+  const started = performance.now()
+  const code = await within(d.stop(), 15_000, 'exit after SIGTERM')
+  t.equal(code, 0)
+  t.ok(performance.now() - started < 4000, 'an idle connection does not hold the shutdown')
+  socket.destroy()
+})
