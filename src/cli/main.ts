@@ -196,9 +196,12 @@ export async function main(io: CliIo): Promise<number> {
 
   program
     .command('tui')
-    .description('the interactive terminal UI')
-    .action(async () => {
-      throw new UnavailableError('The terminal UI is not part of this build yet.')
+    .description('the interactive terminal UI: users, sessions, keys and a live smoke test')
+    .action(async (...a: unknown[]) => {
+      globals = (a.at(-1) as Command).optsWithGlobals<GlobalOptions>()
+      // Ink and React load here, and only here: no other command pays their start-up cost
+      const { tuiCommand } = await import('../tui/command.js')
+      await tuiCommand(createBaseDeps(io, globals))
     })
 
   try {

@@ -13,7 +13,7 @@ export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream
   const stdin = io.stdin ?? process.stdin
   const stdout = io.stdout ?? process.stdout
   if (stdin.isTTY !== true || stdout.isTTY !== true) {
-    throw new UsageError('authctl tui needs an interactive terminal: run it without redirecting its input or output.')
+    throw new UsageError('The terminal UI needs an interactive terminal: run authctl tui without redirecting its input or output.')
   }
   const config = await base.config()
   const deps = await openStoreDeps(base, { create: false })

@@ -5,6 +5,7 @@
  */
 import { Spinner } from '@inkjs/ui'
 import { Box, Text } from 'ink'
+import { plural } from './format.js'
 import { FormView } from './form-view.js'
 import { HelpView } from './help-view.js'
 import { GLOBAL_KEY_LABELS, VIEW_KEY_LABELS } from './keymap.js'
@@ -18,7 +19,7 @@ export const WIDTH = 79
 
 function Header(props: { state: State; dataDir: string }) {
   const s = props.state.snapshot
-  const counts = s === null ? 'reading…' : `${s.users.length} users · ${s.sessions.length} sessions · ${s.keys.length} keys`
+  const counts = s === null ? 'reading…' : [plural(s.users.length, 'user'), plural(s.sessions.length, 'session'), plural(s.keys.length, 'key')].join(' · ')
   return (
     <Box width={WIDTH} justifyContent="space-between">
       <Box flexShrink={1} paddingRight={2}>

@@ -1,0 +1,152 @@
+/**
+ * The terminal UI's operations on a real store (temp LMDB, real argon2) through authctl's admin
+ * operations, and its smoke run against a real daemon socket.
+ */
+import t from 'tap'
+import { createAdmin } from '../../src/core/admin.js'
+import type { SmokeStepEvent } from '../../src/tui/deps.js'
+import { createStoreTuiDeps } from '../../src/tui/store-deps.js'
+import { addUser, buildApp, call, startServer, type TestApp } from '../helpers/app.js'
+
+function tuiDeps(app: TestApp, now: () => number = Date.now) {
+  const admin = createAdmin({
+    store: app.store,
+    config: app.config,
+    now,
+    passwords: async () => ({ hasher: app.hasher, policy: await import('../../src/core/password-policy.js').then((m) => m.createPasswordPolicy(app.config.passwords)) }),
+  })
+  return createStoreTuiDeps({ admin, dataDir: app.store.path, publicUrl: app.config.server.publicUrl, now })
+}
+
+const client = { ip: '198.51.100.4', ipKey: '198.51.100.4', userAgent: 'tui-test/1.0' }
+
+t.test('the snapshot shows users with live session counts, sessions with their user, keys with their state', async (t) => {
+  const app = await buildApp(t)
+  await addUser(app, 'alice@example.com', 'correct horse battery')
+  await addUser(app, 'bob@example.com', 'correct horse battery', { disabled: true })
+  await app.auth.login({ email: 'alice@example.com', password: 'correct horse battery' }, client)
+  await app.auth.login({ email: 'alice@example.com', password: 'correct horse battery' }, client)
+  const deps = tuiDeps(app)
+  const snap = await deps.snapshot()
+  t.same(
+    snap.users.map((u) => [u.email, u.disabled, u.sessions]).sort(),
+    [
+      ['alice@example.com', false, 2],
+      ['bob@example.com', true, 0],
+    ],
+  )
+  t.equal(snap.sessions.length, 2)
+  t.match(snap.sessions[0], { email: 'alice@example.com', ip: '198.51.100.4', userAgent: 'tui-test/1.0' })
+  t.equal(snap.keys.length, 1)
+  t.match(snap.keys[0], { alg: 'ES256', state: 'active' })
+  t.equal(deps.dataDir, app.store.path)
+  t.equal(deps.defaultSmokeUrl, app.config.server.publicUrl)
+})
+
+t.test('addUser keeps the password policy and the unique email; the user then signs in', async (t) => {
+  const app = await buildApp(t)
+  const deps = tuiDeps(app)
+  await t.rejects(deps.addUser('carol@example.com', 'password'), { message: 'Password is too common' })
+  await t.rejects(deps.addUser('carol@example.com', 'short'), { message: 'Password must be at least 8 characters' })
+  await t.rejects(deps.addUser('not-an-email', 'Tr0ub4dor&3-long'), { message: /not a valid email address/ })
+  const row = await deps.addUser(' Carol@Example.com ', 'Tr0ub4dor&3-long')
+  t.match(row, { email: 'carol@example.com', disabled: false, sessions: 0 })
+  await t.rejects(deps.addUser('CAROL@example.com', 'Tr0ub4dor&3-long'), { message: /already exists/ })
+  const signedIn = await app.auth.login({ email: 'carol@example.com', password: 'Tr0ub4dor&3-long' }, client)
+  t.equal(signedIn.user.id, row.id)
+})
+
+t.test('setPassword and disabling revoke the sessions and say how many; enabling revokes none', async (t) => {
+  const app = await buildApp(t)
+  const u = await addUser(app, 'dave@example.com', 'correct horse battery')
+  const deps = tuiDeps(app)
+  await app.auth.login({ email: 'dave@example.com', password: 'correct horse battery' }, client)
+  await app.auth.login({ email: 'dave@example.com', password: 'correct horse battery' }, client)
+  await t.rejects(deps.setPassword(u.id, 'password'), { message: 'Password is too common' })
+  t.equal(app.store.countSessions(u.id), 2, 'a refused password changes nothing')
+  t.equal(await deps.setPassword(u.id, 'n3w-Passw0rd-long'), 2)
+  t.equal(app.store.countSessions(u.id), 0)
+  await app.auth.login({ email: 'dave@example.com', password: 'n3w-Passw0rd-long' }, client)
+  t.equal(await deps.setDisabled(u.id, true), 1)
+  t.equal(app.store.getUser(u.id)?.disabled, true)
+  t.equal(await deps.setDisabled(u.id, false), 0)
+  t.equal(app.store.getUser(u.id)?.disabled, false)
+})
+
+t.test('sessions: revoke one, then all of a user; removing a user removes its sessions', async (t) => {
+  const app = await buildApp(t)
+  const u = await addUser(app, 'erin@example.com', 'correct horse battery')
+  const deps = tuiDeps(app)
+  const a = await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await deps.revokeSession(a.sessionId)
+  t.equal(app.store.getSession(a.sessionId), undefined)
+  await t.rejects(deps.revokeSession(a.sessionId), { message: /No session with id/ })
+  t.equal(await deps.revokeUserSessions(u.id), 2)
+  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await deps.removeUser(u.id)
+  t.equal(app.store.getUser(u.id), undefined)
+  t.equal(app.store.listSessions(u.id).length, 0)
+  t.same((await deps.snapshot()).users, [])
+})
+
+t.test('keys: rotate makes a new active key; the active key is refused before the question and on revoke; a retiring one goes', async (t) => {
+  const app = await buildApp(t)
+  const deps = tuiDeps(app)
+  const [first] = (await deps.snapshot()).keys
+  const next = await deps.rotateKey()
+  t.equal(next.state, 'active')
+  t.not(next.kid, first.kid)
+  const keys = (await deps.snapshot()).keys
+  t.same(keys.map((k) => [k.kid, k.state]), [
+    [next.kid, 'active'],
+    [first.kid, 'retiring'],
+  ])
+  await t.rejects(deps.checkRevokeKey(next.kid), { message: `Key ${next.kid} is the active signing key: rotate to a new key before revoking it.` })
+  await t.rejects(deps.revokeKey(next.kid), { message: /is the active signing key/ })
+  t.ok(app.store.getKey(next.kid), 'still there')
+  await deps.checkRevokeKey(first.kid)
+  await deps.revokeKey(first.kid)
+  t.equal(app.store.getKey(first.kid), undefined)
+})
+
+t.test('smoke against a real daemon: each step reports running, then its result and ms', async (t) => {
+  const server = await startServer(t)
+  await addUser(server, 'smoke@example.com', 'correct horse battery')
+  const deps = tuiDeps(server)
+  const events: SmokeStepEvent[] = []
+  const ok = await deps.smoke({ url: server.url, email: 'smoke@example.com', password: 'correct horse battery' }, (e) => events.push(e))
+  t.equal(ok, true)
+  t.same(
+    events.map((e) => `${e.index} ${e.name} ${e.status}`),
+    deps.smokeStepNames.flatMap((name, i) => [`${i} ${name} running`, `${i} ${name} pass`]),
+  )
+  const done = events.filter((e) => e.status === 'pass')
+  t.same(done.map((e) => e.httpStatus), [200, 200, 200, 200, 200, 401])
+  t.ok(done.every((e) => typeof e.ms === 'number' && e.ms >= 0))
+})
+
+t.test('smoke: a wrong password fails at login and skips the rest; a bad URL is refused; a closed port fails the step', async (t) => {
+  const server = await startServer(t)
+  await addUser(server, 'smoke@example.com', 'correct horse battery')
+  const deps = tuiDeps(server)
+  const events: SmokeStepEvent[] = []
+  t.equal(await deps.smoke({ url: server.url, email: 'smoke@example.com', password: 'wrong password!' }, (e) => events.push(e)), false)
+  const final = events.filter((e) => e.status !== 'running')
+  t.match(final[0], { name: 'login', status: 'fail', httpStatus: 401, detail: /expected 200, got 401/ })
+  t.same(final.slice(1).map((e) => e.status), ['skipped', 'skipped', 'skipped', 'skipped', 'skipped'])
+
+  await t.rejects(deps.smoke({ url: 'localhost:8080', email: 'a@b.c', password: 'x' }, () => {}), { message: /absolute http:\/\/ or https:\/\/ URL/ })
+
+  // a port that was just free: nothing listens there
+  const { createServer } = await import('node:net')
+  const probe = createServer()
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()))
+  const port = (probe.address() as { port: number }).port
+  await new Promise<void>((r) => probe.close(() => r()))
+  const refused: SmokeStepEvent[] = []
+  t.equal(await deps.smoke({ url: `http://127.0.0.1:${port}`, email: 'a@b.c', password: 'x' }, (e) => refused.push(e)), false)
+  t.match(refused.find((e) => e.status === 'fail'), { name: 'login', detail: /connection refused/ })
+  t.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the daemon is unharmed')
+})
