@@ -1,0 +1,336 @@
+/**
+ * docs/openapi.yaml against the running daemon: every response the real `authd start` gives to a
+ * walk through every endpoint is checked against the description of its operation and status
+ * (body schema with Ajv's JSON Schema 2020-12, the documented message values, required headers,
+ * media type), every status seen must be documented, and every documented status must be seen
+ * (a short list of unreachable ones excepted, with the reason).
+ */
+import { readFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import YAML from 'yaml'
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
+import { errorRegistry } from '../../src/core/errors.js'
+import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
+import { startAuthd } from './daemon.js'
+
+type Obj = Record<string, any>
+
+const doc = YAML.parse(readFileSync(new URL('../../docs/openapi.yaml', import.meta.url), 'utf8')) as Obj
+
+// Schemas refer to each other as #/components/schemas/X; Ajv gets them as one schema of $defs.
+const COMPONENTS = 'https://authd.invalid/openapi/components'
+const rewriteRefs = (v: unknown): unknown =>
+  Array.isArray(v)
+    ? v.map(rewriteRefs)
+    : v !== null && typeof v === 'object'
+      ? Object.fromEntries(
+          Object.entries(v).map(([k, x]) => [k, k === '$ref' && typeof x === 'string' && x.startsWith('#/components/schemas/') ? `${COMPONENTS}#/$defs/${x.slice(21)}` : rewriteRefs(x)]),
+        )
+      : v
+// strict (unknown keywords are errors), except that `$ref` + sibling `properties` need not repeat `type: object`
+const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false })
+ajv.addSchema({ $id: COMPONENTS, $defs: rewriteRefs(doc.components.schemas) as Obj })
+const compiled = new WeakMap<object, ValidateFunction>()
+const validator = (schema: Obj): ValidateFunction => {
+  let v = compiled.get(schema)
+  if (v === undefined) {
+    v = ajv.compile(rewriteRefs(schema) as Obj)
+    compiled.set(schema, v)
+  }
+  return v
+}
+
+/** response and header objects may be references into components */
+const deref = (o: Obj): Obj => {
+  if (typeof o?.$ref !== 'string') return o
+  const [, kind, name] = /^#\/components\/(responses|headers)\/(\w+)$/.exec(o.$ref as string) ?? []
+  if (kind === undefined) throw new Error(`unexpected $ref ${o.$ref}`)
+  return deref(doc.components[kind][name!] as Obj)
+}
+
+const seen = new Set<string>()
+
+/** Checks one real response against a documented response object. */
+function conforms(t: Test, what: string, documented: Obj | undefined, reply: Reply): void {
+  if (!t.ok(documented, `${what}: status ${reply.status} is documented`)) return
+  const response = deref(documented!)
+  for (const [name, header] of Object.entries((response.headers ?? {}) as Obj)) {
+    const h = deref(header as Obj)
+    const raw = reply.headers[name.toLowerCase()]
+    if (raw === undefined) {
+      t.notOk(h.required, `${what}: required header ${name} is present`)
+      continue
+    }
+    for (const value of Array.isArray(raw) ? raw : [raw]) {
+      const v = validator(h.schema as Obj)
+      t.ok(v(value), `${what}: header ${name} is as documented`, { value, errors: v.errors })
+    }
+  }
+  const content = response.content as Obj | undefined
+  if (content === undefined) {
+    t.equal(reply.text, '', `${what}: no body`)
+    return
+  }
+  const [mediaType, media] = Object.entries(content)[0]!
+  const actualType = String(reply.headers['content-type'] ?? '').split(';')[0]!.trim()
+  t.equal(actualType, mediaType, `${what}: media type`)
+  const v = validator((media as Obj).schema as Obj)
+  const body = mediaType === 'application/json' ? reply.body : reply.text
+  t.ok(v(body), `${what}: body matches the schema`, { body: mediaType === 'application/json' ? body : String(body).slice(0, 200), errors: v.errors })
+}
+
+/** An operation's response */
+function check(t: Test, method: string, path: string, reply: Reply): Reply {
+  const op = doc.paths[path]?.[method.toLowerCase()] as Obj | undefined
+  const what = `${method} ${path} → ${reply.status}`
+  if (t.ok(op, `${method} ${path} is documented`)) conforms(t, what, op!.responses[String(reply.status)] as Obj | undefined, reply)
+  seen.add(`${method} ${path} ${reply.status}`)
+  return reply
+}
+
+/** A response documented for any path (components.responses) */
+function checkAny(t: Test, name: string, reply: Reply, context: string): void {
+  conforms(t, `${context} → ${reply.status} (${name})`, doc.components.responses[name] as Obj, reply)
+  seen.add(`* ${name}`)
+}
+
+/** Documented (operation, status) pairs no test can reach on a healthy daemon, and why */
+const UNREACHABLE: Record<string, string> = {
+  '500': 'an unexpected fault; the registry and the error handler are tested in test/http',
+  'POST /api/auth/login 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/register 503': 'needs more than 512 password hashes queued at once',
+}
+
+const ORIGIN = 'http://app.example.test'
+const PASSWORD = 'correct horse battery staple'
+const json = (body: unknown): { json: unknown } => ({ json: body })
+
+/** Raw bytes to the server, for requests no HTTP client sends */
+function raw(url: string, bytes: string): Promise<Reply> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname)
+    let data = ''
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer')))
+    socket.on('data', (c: Buffer) => (data += c.toString('latin1')))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const [head, text = ''] = data.split('\r\n\r\n')
+      const [statusLine, ...lines] = head!.split('\r\n')
+      const headers: Record<string, string> = {}
+      for (const l of lines) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim()
+      resolve({ status: Number(statusLine!.split(' ')[1]), headers, text, body: text === '' ? undefined : JSON.parse(text) })
+    })
+    socket.end(bytes)
+  })
+}
+
+t.test('the description is a well-formed OpenAPI 3.1 document whose failures name their messages', async (t) => {
+  t.equal(doc.openapi, '3.1.0')
+  t.match(doc.info, { title: 'authd', version: String })
+  const ids = new Set<string>()
+  for (const [path, item] of Object.entries(doc.paths as Obj)) {
+    for (const [method, op] of Object.entries(item as Obj)) {
+      t.ok(['get', 'post', 'options'].includes(method), `${method} ${path}: a method authd serves`)
+      if (op.operationId !== undefined) {
+        t.notOk(ids.has(op.operationId), `operationId ${op.operationId} is unique`)
+        ids.add(op.operationId as string)
+      }
+      for (const [status, response] of Object.entries(op.responses as Obj)) {
+        t.match(status, /^[1-5][0-9][0-9]$/)
+        const r = deref(response as Obj)
+        t.type(r.description, 'string', `${method} ${path} ${status} has a description`)
+        if (Number(status) < 400) continue
+        // every failure says which messages it can carry, so clients can rely on them
+        const message = (Object.values(r.content as Obj)[0] as Obj).schema.properties?.message as Obj | undefined
+        t.ok(message?.const ?? message?.enum ?? message?.anyOf, `${method} ${path} ${status} lists its messages`)
+      }
+    }
+  }
+  // every schema compiles under strict JSON Schema 2020-12
+  for (const name of Object.keys(doc.components.schemas as Obj)) t.ok(ajv.getSchema(`${COMPONENTS}#/$defs/${name}`), `schema ${name} compiles`)
+})
+
+t.test('the documented messages are exactly the error registry (plus the server-level malformed-request answers)', async (t) => {
+  const consts = new Set<string>()
+  const patterns: RegExp[] = []
+  const walk = (v: unknown, key?: string): void => {
+    if (Array.isArray(v)) return v.forEach((x) => walk(x))
+    if (v === null || typeof v !== 'object') return
+    const o = v as Obj
+    if (key === 'message') {
+      for (const m of [o.const, ...(o.enum ?? [])]) if (typeof m === 'string') consts.add(m)
+      for (const alt of (o.anyOf ?? []) as Obj[]) {
+        for (const m of alt.enum ?? []) consts.add(m as string)
+        if (alt.pattern !== undefined) patterns.push(new RegExp(alt.pattern as string))
+      }
+      return
+    }
+    for (const [k, x] of Object.entries(o)) walk(x, k)
+  }
+  walk(doc)
+  const documented = (m: string): boolean => consts.has(m) || patterns.some((p) => p.test(m))
+  for (const e of Object.values(errorRegistry)) {
+    const example = e.message.replace(/\{\w+\}/g, '8')
+    t.ok(documented(example), `registry message documented: ${e.message}`)
+  }
+  const registry = new Set<string>(Object.values(errorRegistry).map((e) => e.message))
+  const serverLevel = ['Bad request', 'Request timeout', 'Request headers too large']
+  t.same([...consts].filter((m) => !registry.has(m)).sort(), serverLevel.sort(), 'no documented message is made up')
+})
+
+t.test('real responses of the running daemon match the description, endpoint by endpoint', async (t) => {
+  const dir = t.testdir()
+  const authd = await startAuthd(t, join(dir, 'a'), {
+    env: {
+      AUTHD_CORS_ORIGINS: ORIGIN,
+      AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/1m',
+      AUTHD_RATE_LIMIT_REGISTER_PER_IP: '10/1m',
+      AUTHD_RATE_LIMIT_REFRESH_PER_IP: '12/1m',
+    },
+  })
+  const url = authd.url
+  const jar = new CookieJar('__Secure-authd_rt')
+  const req = async (method: string, path: string, opts: Parameters<typeof call>[3] = {}): Promise<Reply> => check(t, method, path, await call(url, method, path, opts))
+  const big = { email: 'big@example.com', password: 'x'.repeat(17 * 1024) }
+  const evil = { origin: 'https://evil.example' }
+
+  // operations
+  await req('GET', '/healthz')
+  await req('GET', '/readyz')
+  const jwks = await req('GET', '/.well-known/jwks.json')
+  t.equal(jwks.body.keys.length, 1)
+  await req('GET', '/metrics')
+
+  // preflights, from an allowed origin (with the grant) and another (without)
+  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout']) {
+    const allowed = await req('OPTIONS', path, { headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } })
+    t.same([allowed.headers['access-control-allow-origin'], allowed.headers['access-control-allow-credentials']], [ORIGIN, 'true'])
+    const other = await req('OPTIONS', path, { headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' } })
+    t.equal(other.headers['access-control-allow-origin'], undefined)
+  }
+
+  // register
+  const reg = await req('POST', '/api/auth/register', json({ email: 'ann@example.com', password: PASSWORD }))
+  t.equal(reg.status, 201)
+  jar.take(reg)
+  const registerFailures: Array<[unknown, number, string]> = [
+    [{}, 400, 'Email and password are required'],
+    [{ email: 'not-an-email', password: PASSWORD }, 400, 'Invalid email address'],
+    [{ email: 'b@example.com', password: 'short' }, 400, 'Password must be at least 8 characters'],
+    [{ email: 'b@example.com', password: 'x'.repeat(300) }, 400, 'Password must be at most 256 characters'],
+    [{ email: 'b@example.com', password: 'password' }, 400, 'Password is too common'],
+    [{ email: 'ANN@example.com', password: PASSWORD }, 409, 'Email already registered'],
+  ]
+  for (const [body, status, message] of registerFailures) {
+    const r = await req('POST', '/api/auth/register', json(body))
+    t.same([r.status, r.body.message], [status, message])
+  }
+  t.equal((await req('POST', '/api/auth/register', { body: '{"email":', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/register', { body: 'email=a', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/register', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/register', { ...json({ email: 'c@example.com', password: PASSWORD }), headers: evil })).status, 403)
+  let limited: Reply | undefined
+  for (let i = 0; i < 12 && limited === undefined; i++) {
+    const r = await req('POST', '/api/auth/register', json({ email: `many${i}@example.com`, password: PASSWORD }))
+    if (r.status === 429) limited = r
+  }
+  t.equal(limited?.status, 429, 'the register limit is reached')
+
+  // login
+  const login = await req('POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  t.equal(login.status, 200)
+  jar.take(login)
+  const token = login.body.data.accessToken as string
+  t.equal((await req('POST', '/api/auth/login', json({ email: 'ann@example.com' }))).status, 400)
+  t.equal((await req('POST', '/api/auth/login', { body: '[1]', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/login', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/login', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/login', { ...json({ email: 'ann@example.com', password: PASSWORD }), headers: evil })).status, 403)
+  const guesses: number[] = []
+  for (let i = 0; i < 4; i++) guesses.push((await req('POST', '/api/auth/login', json({ email: 'nobody@example.com', password: 'wrong guess' }))).status)
+  t.same(guesses, [401, 401, 401, 429])
+
+  // me
+  t.equal((await req('GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })).status, 200)
+  t.equal((await req('GET', '/api/auth/me')).status, 401)
+  t.equal((await req('GET', '/api/auth/me', { headers: { authorization: 'Bearer not.a.token' } })).status, 401)
+
+  // refresh
+  const refreshed = await req('POST', '/api/auth/refresh', { headers: jar.header() })
+  t.equal(refreshed.status, 200)
+  jar.take(refreshed)
+  t.equal((await req('POST', '/api/auth/refresh')).body.message, 'Refresh token is required')
+  const unknown = await req('POST', '/api/auth/refresh', { headers: { cookie: `__Secure-authd_rt=${'A'.repeat(43)}` } })
+  t.same([unknown.status, unknown.body.message], [401, 'Invalid or expired refresh token'])
+  t.equal((await req('POST', '/api/auth/refresh', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/refresh', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/refresh', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/refresh', { headers: { ...jar.header(), ...evil } })).status, 403)
+
+  // logout: with the cookie, without one, everywhere
+  const out = await req('POST', '/api/auth/logout', { headers: jar.header() })
+  t.equal(out.status, 200)
+  t.equal((await req('POST', '/api/auth/logout')).status, 200)
+  const again = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  const jar2 = new CookieJar('__Secure-authd_rt')
+  jar2.take(again)
+  t.equal((await req('POST', '/api/auth/logout', { ...json({ all: true }), headers: jar2.header() })).status, 200)
+  t.equal((await req('POST', '/api/auth/logout', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/logout', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/logout', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/logout', { headers: evil })).status, 403)
+
+  // the refresh limit, last: every refresh counts
+  limited = undefined
+  for (let i = 0; i < 15 && limited === undefined; i++) {
+    const r = await req('POST', '/api/auth/refresh')
+    if (r.status === 429) limited = r
+  }
+  t.equal(limited?.status, 429, 'the refresh limit is reached')
+
+  // any path
+  const notFound = await call(url, 'GET', '/nope')
+  checkAny(t, 'NotFound', notFound, 'GET /nope')
+  for (const [method, path] of [['GET', '/api/auth/login'], ['POST', '/healthz'], ['DELETE', '/api/auth/me']] as const) {
+    const r = await call(url, method, path)
+    t.equal(r.status, 405)
+    checkAny(t, 'MethodNotAllowed', r, `${method} ${path}`)
+  }
+  const garbled = await raw(url, 'NOT HTTP AT ALL\r\n\r\n')
+  t.equal(garbled.status, 400)
+  checkAny(t, 'MalformedRequest', garbled, 'a broken request line')
+  const huge = await raw(url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
+  t.equal(huge.status, 431)
+  checkAny(t, 'MalformedRequest', huge, 'headers over 16 KiB')
+
+  // with registration and metrics turned off
+  const closed = await startAuthd(t, join(dir, 'b'), { env: { AUTHD_REGISTRATION_ENABLED: 'false', AUTHD_METRICS_ENABLED: 'false' } })
+  const disabled = check(t, 'POST', '/api/auth/register', await call(closed.url, 'POST', '/api/auth/register', json({ email: 'd@example.com', password: PASSWORD })))
+  t.same([disabled.status, disabled.body.message], [403, 'Registration is disabled'])
+  t.equal(check(t, 'GET', '/metrics', await call(closed.url, 'GET', '/metrics')).status, 404)
+})
+
+t.test('readyz while draining matches the description', async (t) => {
+  // draining lasts only while requests are in flight, so this one flips the app's flag directly
+  const app = await startServer(t)
+  app.setReady(false)
+  const r = check(t, 'GET', '/readyz', await call(app.url, 'GET', '/readyz'))
+  t.equal(r.status, 503)
+})
+
+t.test('every documented status was seen, except the unreachable ones named here', async (t) => {
+  const missing: string[] = []
+  for (const [path, item] of Object.entries(doc.paths as Obj)) {
+    for (const [method, op] of Object.entries(item as Obj)) {
+      for (const status of Object.keys(op.responses as Obj)) {
+        const key = `${method.toUpperCase()} ${path} ${status}`
+        if (!seen.has(key) && UNREACHABLE[key] === undefined && UNREACHABLE[status] === undefined) missing.push(key)
+      }
+    }
+  }
+  t.same(missing, [], 'documented and exercised')
+  for (const name of ['NotFound', 'MethodNotAllowed', 'MalformedRequest']) t.ok(seen.has(`* ${name}`), `${name} exercised`)
+})
