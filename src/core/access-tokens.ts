@@ -1,10 +1,16 @@
 /**
  * Access tokens: short-lived JWS (ES256 or RS256) with typ "at+jwt". Verification returns null for
  * every bad token, whatever the reason, so no reason can leak and no library error becomes a 500.
+ *
+ * Verification checks the signature with node:crypto against the key named by kid, then the
+ * claims exactly as jsonwebtoken would with our options (iss, aud, nbf, exp with the clock
+ * tolerance), then ours (typ, no crit, iat not in the future, exp within the TTL). A token that
+ * passed is remembered in a bounded cache keyed by its exact text, so a token presented again
+ * skips the signature and the decoding, and nothing else: see verify().
  */
 import jwt from 'jsonwebtoken'
-import { randomBytes } from 'node:crypto'
-import type { Keyring } from './keys.js'
+import { randomBytes, verify as verifySignature, type KeyObject } from 'node:crypto'
+import type { Keyring, LoadedKey } from './keys.js'
 
 export interface AccessClaims {
   sub: string
@@ -18,11 +24,50 @@ export interface AccessClaims {
 export interface AccessTokens {
   sign(claims: { sub: string; email: string; sid: string }): { token: string; expiresIn: number }
   verify(token: string): AccessClaims | null
+  /** how many verified tokens are remembered now (at most VERIFIED_TOKENS_CACHED) */
+  readonly cached: number
 }
 
 // Anything longer is not one of ours; refuse before decoding (a kid of 8 KB, say).
 const MAX_TOKEN_LENGTH = 4096
-const B64URL = /^[A-Za-z0-9_-]+$/
+/** compact JWS: three non-empty base64url segments */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
+
+/**
+ * Verified tokens remembered at most (about 1 KB each). Past it the oldest is forgotten; a
+ * forgotten token is simply verified again.
+ */
+export const VERIFIED_TOKENS_CACHED = 10_000
+
+interface Verified {
+  /** the key that verified the signature: the entry is good only while that key still verifies */
+  key: LoadedKey
+  claims: AccessClaims
+  /** the token's nbf, or -Infinity */
+  nbf: number
+}
+
+const parseSegment = (segment: string): unknown => {
+  try {
+    return JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'))
+  } catch {
+    return undefined
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** RS256 is RSASSA-PKCS1-v1_5 (node's default for an RSA key); ES256 is r||s, 64 bytes (RFC 7518 3.4) */
+function signatureValid(key: LoadedKey, input: string, signature: Buffer): boolean {
+  if (key.alg === 'ES256' && signature.length !== 64) return false
+  const k: KeyObject | { key: KeyObject; dsaEncoding: 'ieee-p1363' } = key.alg === 'ES256' ? { key: key.publicKey, dsaEncoding: 'ieee-p1363' } : key.publicKey
+  try {
+    return verifySignature('sha256', Buffer.from(input, 'latin1'), k, signature)
+  } catch {
+    // a malformed signature is a bad token, never a 500
+    return false
+  }
+}
 
 export function createAccessTokens(deps: {
   keyring: Keyring
@@ -34,6 +79,50 @@ export function createAccessTokens(deps: {
 }): AccessTokens {
   const ttlS = Math.floor(deps.ttlMs / 1000)
   const toleranceS = Math.ceil(deps.clockToleranceMs / 1000)
+  const verified = new Map<string, Verified>()
+
+  // exp with the tolerance (expired once now >= exp + tolerance, as jsonwebtoken counts), nbf,
+  // and iat not in the future: the clock may have moved either way since the token was cached
+  const timely = (v: Verified, nowS: number): boolean =>
+    nowS < v.claims.exp + toleranceS && v.claims.iat <= nowS + toleranceS && v.nbf <= nowS + toleranceS
+
+  function verifyFully(token: string, nowS: number): Verified | null {
+    if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null
+    const dot1 = token.indexOf('.')
+    const dot2 = token.lastIndexOf('.')
+    const s = token.slice(dot2 + 1)
+    const signature = Buffer.from(s, 'base64url')
+    // base64url leaves spare bits in the last character: several spellings decode to the same
+    // signature. Only the one we issue is accepted, so a token has exactly one text.
+    if (signature.toString('base64url') !== s) return null
+    const header = parseSegment(token.slice(0, dot1))
+    if (!isObject(header)) return null
+    const { alg, kid, typ, crit } = header
+    // RFC 7515 4.1.11: a critical extension we do not implement (we implement none) must be refused
+    if (crit !== undefined) return null
+    // typ is checked so that an ID token or other JWS of ours is not accepted
+    if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
+    const key = deps.keyring.verifying(kid)
+    // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
+    if (key === undefined || alg !== key.alg) return null
+    if (!signatureValid(key, token.slice(0, dot2), signature)) return null
+
+    const c = parseSegment(token.slice(dot1 + 1, dot2))
+    if (!isObject(c)) return null
+    if (c.iss !== deps.issuer) return null
+    // aud may be one string or a list of them (RFC 7519 4.1.3)
+    if (c.aud !== deps.audience && !(Array.isArray(c.aud) && c.aud.includes(deps.audience))) return null
+    if (c.nbf !== undefined && typeof c.nbf !== 'number') return null
+    // ours always carry exp and iat, with exp within the configured TTL
+    if (typeof c.exp !== 'number' || typeof c.iat !== 'number' || c.exp - c.iat > ttlS) return null
+    if (typeof c.sub !== 'string' || typeof c.sid !== 'string' || typeof c.email !== 'string' || typeof c.jti !== 'string') return null
+    const v: Verified = {
+      key,
+      claims: Object.freeze({ sub: c.sub, email: c.email, sid: c.sid, jti: c.jti, iat: c.iat, exp: c.exp }),
+      nbf: typeof c.nbf === 'number' ? c.nbf : -Infinity,
+    }
+    return timely(v, nowS) ? v : null
+  }
 
   return {
     sign(claims) {
@@ -48,48 +137,29 @@ export function createAccessTokens(deps: {
     },
 
     verify(token) {
-      if (token.length > MAX_TOKEN_LENGTH) return null
-      const parts = token.split('.')
-      if (parts.length !== 3 || !B64URL.test(parts[0]!) || !B64URL.test(parts[1]!) || !B64URL.test(parts[2]!)) return null
-      // base64url leaves spare bits in the last character: several spellings decode to the same
-      // signature. Only the one we issue is accepted, so a token has exactly one text.
-      if (Buffer.from(parts[2]!, 'base64url').toString('base64url') !== parts[2]) return null
-      let header: unknown
-      try {
-        header = JSON.parse(Buffer.from(parts[0]!, 'base64url').toString('utf8'))
-      } catch {
-        return null
-      }
-      if (typeof header !== 'object' || header === null) return null
-      const { alg, kid, typ, crit } = header as Record<string, unknown>
-      // RFC 7515 4.1.11: a critical extension we do not implement (we implement none) must be refused
-      if (crit !== undefined) return null
-      // jsonwebtoken ignores typ: check it, so an ID token or other JWS of ours is not accepted
-      if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
-      const key = deps.keyring.verifying(kid)
-      // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
-      if (key === undefined || alg !== key.alg) return null
       const nowS = Math.floor(deps.now() / 1000)
-      let payload: unknown
-      try {
-        payload = jwt.verify(token, key.publicKey, {
-          algorithms: [key.alg],
-          issuer: deps.issuer,
-          audience: deps.audience,
-          clockTolerance: toleranceS,
-          clockTimestamp: nowS,
-        })
-      } catch {
-        // includes the plain TypeError jsonwebtoken throws for some malformed ES256 signatures
-        return null
+      const hit = verified.get(token)
+      if (hit !== undefined) {
+        // A remembered token skips only the signature and the decoding: the time checks run on
+        // every call, and the key must still be the very one that verified it. Any change to the
+        // keys (revoked, rotated, a retiring key run out) reloads the keyring, and then nothing
+        // remembered is trusted: the cache is emptied and this token is verified afresh.
+        if (deps.keyring.verifying(hit.key.kid) === hit.key) {
+          if (timely(hit, nowS)) return hit.claims
+          verified.delete(token)
+          return null
+        }
+        verified.clear()
       }
-      if (typeof payload !== 'object' || payload === null) return null
-      const c = payload as Record<string, unknown>
-      // jsonwebtoken accepts a token without exp: ours always have one, within the configured TTL
-      if (typeof c.exp !== 'number' || typeof c.iat !== 'number') return null
-      if (c.iat > nowS + toleranceS || c.exp - c.iat > ttlS) return null
-      if (typeof c.sub !== 'string' || typeof c.sid !== 'string' || typeof c.email !== 'string' || typeof c.jti !== 'string') return null
-      return { sub: c.sub, email: c.email, sid: c.sid, jti: c.jti, iat: c.iat, exp: c.exp }
+      const fresh = verifyFully(token, nowS)
+      if (fresh === null) return null
+      if (verified.size >= VERIFIED_TOKENS_CACHED) verified.delete(verified.keys().next().value!)
+      verified.set(token, fresh)
+      return fresh.claims
+    },
+
+    get cached() {
+      return verified.size
     },
   }
 }

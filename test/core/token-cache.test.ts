@@ -1,0 +1,159 @@
+/**
+ * The cache of verified access tokens: a token presented again skips only the signature and the
+ * decoding. Its time checks still run on every call, it is forgotten as soon as the keys change
+ * (a key revoked, rotated, or run out), and the cache never holds more than its bound.
+ */
+import t, { type Test } from 'tap'
+import { createAccessTokens, VERIFIED_TOKENS_CACHED, type AccessTokens } from '../../src/core/access-tokens.js'
+import { createKeyring, generateKey, type Keyring } from '../../src/core/keys.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import type { Store } from '../../src/store/store.js'
+import { b64url, craft, decode, signer } from '../helpers/jwt.js'
+
+const TTL = 15 * 60_000
+const TOLERANCE = 5_000
+const CLAIMS = { sub: 'user-1', email: 'ann@example.com', sid: 'session-1' }
+
+interface Setup {
+  dir: string
+  store: Store
+  keyring: Keyring
+  tokens: AccessTokens
+  clock: { now: number }
+}
+
+async function setup(t: Test, alg: 'ES256' | 'RS256' = 'ES256'): Promise<Setup> {
+  const dir = t.testdir()
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  const clock = { now: Date.now() }
+  await store.ensureActiveKey(() => generateKey(alg, clock.now))
+  const keyring = createKeyring({ store, now: () => clock.now, verifyWindowMs: TTL + TOLERANCE })
+  const tokens = createAccessTokens({ keyring, now: () => clock.now, issuer: 'authd', audience: 'authd', ttlMs: TTL, clockToleranceMs: TOLERANCE })
+  return { dir, store, keyring, tokens, clock }
+}
+
+t.test('remembers a verified token, and answers the same claims from the cache', async (t) => {
+  for (const alg of ['ES256', 'RS256'] as const) {
+    const { tokens } = await setup(t, alg)
+    const { token } = tokens.sign(CLAIMS)
+    t.equal(tokens.cached, 0)
+    const first = tokens.verify(token)
+    t.match(first, CLAIMS)
+    t.equal(tokens.cached, 1, 'remembered once verified')
+    t.same(tokens.verify(token), first, 'the same claims from the cache')
+    t.equal(tokens.cached, 1)
+  }
+})
+
+t.test('never remembers a token that failed, so a failure is checked afresh every time', async (t) => {
+  const { tokens } = await setup(t)
+  const { token } = tokens.sign(CLAIMS)
+  const [h, p] = token.split('.')
+  t.equal(tokens.verify(`${h}.${p}.${'A'.repeat(86)}`), null)
+  t.equal(tokens.verify(`${token}x`), null)
+  t.equal(tokens.cached, 0)
+})
+
+t.test('refuses a cached token once it expires, allowing the clock tolerance', async (t) => {
+  const { tokens, clock } = await setup(t)
+  const start = clock.now
+  const { token } = tokens.sign(CLAIMS)
+  t.ok(tokens.verify(token))
+  clock.now = start + TTL + TOLERANCE - 1000
+  t.ok(tokens.verify(token), 'cached, still within the tolerance')
+  clock.now = start + TTL + TOLERANCE + 1000
+  t.equal(tokens.verify(token), null, 'cached, but expired')
+  t.equal(tokens.cached, 0, 'and forgotten')
+})
+
+t.test('refuses a cached token whose iat is in the future again after the clock stepped back', async (t) => {
+  const { tokens, clock } = await setup(t)
+  const start = clock.now
+  const { token } = tokens.sign(CLAIMS)
+  t.ok(tokens.verify(token))
+  clock.now = start - 60_000
+  t.equal(tokens.verify(token), null, 'issued a minute from now, beyond the tolerance')
+  clock.now = start
+  t.ok(tokens.verify(token), 'and good again once the clock is back')
+})
+
+t.test('checks nbf of a cached token on every call', async (t) => {
+  const { store, tokens, clock } = await setup(t)
+  const key = store.listKeys()[0]!
+  const nowS = Math.floor(clock.now / 1000)
+  const token = craft({ alg: 'ES256', kid: key.kid, typ: 'at+jwt' }, { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900, nbf: nowS }, signer(key))
+  t.ok(tokens.verify(token))
+  clock.now -= 60_000
+  t.equal(tokens.verify(token), null, 'not valid yet at the earlier time')
+})
+
+t.test('refuses a cached token on the very next call once its key is revoked by another handle (as authctl does)', async (t) => {
+  const { dir, store, tokens, clock } = await setup(t)
+  const old = tokens.sign(CLAIMS).token
+  const oldKid = decode(old).header.kid as string
+  // authctl works on the same data directory from another process
+  const admin = await openLmdbStore({ path: dir })
+  t.teardown(() => admin.close())
+  await admin.rotateKey(generateKey('ES256', clock.now), clock.now)
+  const fresh = tokens.sign(CLAIMS).token
+  t.ok(tokens.verify(old), 'the retiring key still verifies')
+  t.ok(tokens.verify(old), 'from the cache')
+  t.ok(tokens.verify(fresh))
+  t.ok(await admin.deleteKey(oldKid))
+  t.equal(tokens.verify(old), null, 'revoked: refused on the very next call')
+  t.equal(tokens.verify(old), null, 'and after')
+  t.ok(tokens.verify(fresh), 'tokens of the other key still verify')
+  t.ok(store.getKey(oldKid) === undefined)
+})
+
+t.test('forgets every cached token when the keys change, and verifies them afresh', async (t) => {
+  const { store, tokens, clock } = await setup(t)
+  const a = tokens.sign(CLAIMS).token
+  const b = tokens.sign({ ...CLAIMS, sid: 'session-2' }).token
+  t.ok(tokens.verify(a))
+  t.ok(tokens.verify(b))
+  t.equal(tokens.cached, 2)
+  await store.rotateKey(generateKey('ES256', clock.now), clock.now)
+  t.ok(tokens.verify(a), 'still valid under the retiring key, verified again')
+  t.equal(tokens.cached, 1, 'the cache was emptied, then this token remembered again')
+})
+
+t.test('refuses a cached token once its retiring key has run out', async (t) => {
+  const { store, tokens, clock } = await setup(t)
+  const start = clock.now
+  const old = tokens.sign(CLAIMS).token
+  await store.rotateKey(generateKey('ES256', clock.now), clock.now)
+  t.ok(tokens.verify(old))
+  // past the verify window of the retiring key (its last token's lifetime plus the tolerance)
+  clock.now = start + TTL + TOLERANCE + 1
+  t.equal(tokens.verify(old), null)
+})
+
+t.test(`remembers at most ${VERIFIED_TOKENS_CACHED} tokens, forgetting the oldest first`, async (t) => {
+  const { tokens } = await setup(t)
+  const first = tokens.sign(CLAIMS).token
+  t.ok(tokens.verify(first))
+  for (let i = 0; i < VERIFIED_TOKENS_CACHED; i++) {
+    const token = tokens.sign({ ...CLAIMS, sid: `s${i}` }).token
+    if (tokens.verify(token) === null) throw new Error('a fresh token did not verify')
+  }
+  t.equal(tokens.cached, VERIFIED_TOKENS_CACHED, 'bounded')
+  t.ok(tokens.verify(first), 'the forgotten first token is verified again')
+  t.equal(tokens.cached, VERIFIED_TOKENS_CACHED)
+})
+
+t.test('does not mix up tokens that differ only in the payload or the signature', async (t) => {
+  const { store, tokens, clock } = await setup(t)
+  const key = store.listKeys()[0]!
+  const nowS = Math.floor(clock.now / 1000)
+  const header = { alg: 'ES256', kid: key.kid, typ: 'at+jwt' }
+  const payload = { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900 }
+  const good = craft(header, payload, signer(key))
+  t.ok(tokens.verify(good))
+  const [h, , s] = good.split('.')
+  t.equal(tokens.verify(`${h}.${b64url({ ...payload, sub: 'user-2' })}.${s}`), null, 'another payload under the cached signature')
+  const other = craft(header, payload, signer(key))
+  t.not(other, good, 'ECDSA signatures differ each time')
+  t.match(tokens.verify(other), CLAIMS, 'a second valid signature verifies on its own')
+})

@@ -1,0 +1,122 @@
+/**
+ * GET /api/auth/me with the verified-token cache warm: a revoked session, a disabled or deleted
+ * user and a revoked key are refused on the very next /me. The changes are made the way an admin
+ * makes them, from outside the daemon: through a second handle on the data directory, and end to
+ * end with the real `authd start` and `authctl` processes.
+ */
+import t, { type Test } from 'tap'
+import { addUser, call, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
+import { decode } from '../helpers/jwt.js'
+import { runCtl } from '../cli/run.js'
+import { generateKey } from '../../src/core/keys.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import type { Store } from '../../src/store/store.js'
+
+const PASSWORD = 'correct horse battery'
+
+const me = (url: string, token: string): Promise<Reply> => call(url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
+
+async function login(url: string, email: string): Promise<string> {
+  const r = await call(url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+  if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
+  return r.body.data.accessToken as string
+}
+
+/** /me twice with 200: the second answer comes from the cache */
+async function warm(t: Test, url: string, token: string): Promise<void> {
+  t.equal((await me(url, token)).status, 200, 'accepted')
+  t.equal((await me(url, token)).status, 200, 'accepted again (cached)')
+}
+
+function refused(t: Test, r: Reply): void {
+  t.equal(r.status, 401, 'refused on the very next /me')
+  t.same(r.body, { success: false, message: 'Invalid or expired access token' })
+  t.equal(r.headers['www-authenticate'], 'Bearer error="invalid_token"')
+}
+
+async function admin(t: Test, dir: string): Promise<Store> {
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  return store
+}
+
+t.test('through a second handle on the data directory', async (t) => {
+  const app = await startServer(t)
+  const ann = await addUser(app, 'ann@example.com', PASSWORD)
+  const bob = await addUser(app, 'bob@example.com', PASSWORD)
+  const other = await admin(t, app.dir)
+
+  t.test('refuses a cached token once its session is revoked', async (t) => {
+    const token = await login(app.url, 'ann@example.com')
+    const kept = await login(app.url, 'ann@example.com')
+    await warm(t, app.url, token)
+    await warm(t, app.url, kept)
+    t.ok(await other.revokeSession(decode(token).payload.sid as string))
+    refused(t, await me(app.url, token))
+    t.equal((await me(app.url, kept)).status, 200, 'the other session is untouched')
+  })
+
+  t.test('refuses a cached token once its user is disabled, and accepts it once enabled', async (t) => {
+    const token = await login(app.url, 'bob@example.com')
+    await warm(t, app.url, token)
+    await other.updateUser(bob.id, (u) => ({ ...u, disabled: true }))
+    refused(t, await me(app.url, token))
+    await other.updateUser(bob.id, (u) => ({ ...u, disabled: false }))
+    t.equal((await me(app.url, token)).status, 200)
+  })
+
+  t.test('refuses a cached token once its key is revoked', async (t) => {
+    const old = await login(app.url, 'ann@example.com')
+    await warm(t, app.url, old)
+    const oldKid = decode(old).header.kid as string
+    await other.rotateKey(generateKey('ES256', Date.now()), Date.now())
+    const fresh = await login(app.url, 'ann@example.com')
+    t.not(decode(fresh).header.kid, oldKid)
+    await warm(t, app.url, old)
+    t.ok(await other.deleteKey(oldKid))
+    refused(t, await me(app.url, old))
+    t.equal((await me(app.url, fresh)).status, 200, 'tokens of the new key still verify')
+  })
+
+  t.test('refuses a cached token once its user is deleted', async (t) => {
+    const token = await login(app.url, 'ann@example.com')
+    await warm(t, app.url, token)
+    t.ok(await other.deleteUser(ann.id))
+    refused(t, await me(app.url, token))
+  })
+})
+
+t.test('end to end: the real daemon, changed by the real authctl', async (t) => {
+  const dir = t.testdir()
+  const ctl = (...args: string[]): ReturnType<typeof runCtl> => runCtl([...args, '--data', dir], { input: `${PASSWORD}\n`, cwd: dir })
+  const added = await ctl('user', 'add', 'ann@example.com', '--password-stdin')
+  t.equal(added.code, 0, added.stderr)
+  const daemon = await spawnDaemon(t, dir)
+
+  const first = await login(daemon.url, 'ann@example.com')
+  const second = await login(daemon.url, 'ann@example.com')
+  await warm(t, daemon.url, first)
+  await warm(t, daemon.url, second)
+  const revoked = await ctl('sessions', 'revoke', decode(first).payload.sid as string)
+  t.equal(revoked.code, 0, revoked.stderr)
+  refused(t, await me(daemon.url, first))
+  t.equal((await me(daemon.url, second)).status, 200, 'the other session is untouched')
+
+  const disabled = await ctl('user', 'disable', 'ann@example.com')
+  t.equal(disabled.code, 0, disabled.stderr)
+  refused(t, await me(daemon.url, second))
+  t.equal((await ctl('user', 'enable', 'ann@example.com')).code, 0)
+
+  const old = await login(daemon.url, 'ann@example.com')
+  await warm(t, daemon.url, old)
+  const oldKid = decode(old).header.kid as string
+  t.equal((await ctl('keys', 'rotate')).code, 0)
+  const fresh = await login(daemon.url, 'ann@example.com')
+  t.not(decode(fresh).header.kid, oldKid, 'the new key signs')
+  await warm(t, daemon.url, old)
+  const gone = await ctl('keys', 'revoke', oldKid, '--yes')
+  t.equal(gone.code, 0, gone.stderr)
+  refused(t, await me(daemon.url, old))
+  t.equal((await me(daemon.url, fresh)).status, 200, 'tokens of the new key still verify')
+  t.equal(await daemon.stop(), 0)
+})
