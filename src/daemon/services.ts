@@ -67,7 +67,9 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, refreshSecret, now, log, events: metrics.events })
   let ready = true
-  const handler = createApp({ config, auth, keyring, metrics, log, ready: () => ready })
+  // request lines carry only server-made values (see AppDeps.requestLog): no redaction needed
+  const requestLog = log.child({}, { redact: [] })
+  const handler = createApp({ config, auth, keyring, metrics, log, requestLog, ready: () => ready })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {

@@ -27,6 +27,13 @@ export interface AppDeps {
   keyring: Keyring
   metrics: Metrics
   log: HttpLogger
+  /**
+   * Where the one line per finished request goes (default `log`). That line holds only values the
+   * server made (request id, method, route, status, duration), so the daemon gives it a logger
+   * that skips redaction, which was the largest cost of /me after the signature check
+   * (docs/performance.md).
+   */
+  requestLog?: HttpLogger
   /** store and keys loaded, not draining */
   ready: () => boolean
 }
@@ -50,6 +57,7 @@ const JSON_HEADERS = {
 
 export function createApp(deps: AppDeps): Handler {
   const { config, auth, keyring, metrics, log } = deps
+  const requestLog = deps.requestLog ?? log
   const cookie = createRefreshCookie(config)
   const origins = createOriginPolicy(config)
   const clientIp = createClientIp(config.server.trustProxy)
@@ -242,7 +250,7 @@ export function createApp(deps: AppDeps): Handler {
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9
       metrics.observe(route, req.method ?? '', res.statusCode, seconds)
-      log.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request')
+      requestLog.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request')
     })
 
     if (found === null) return sendError(x, new AppError('NOT_FOUND'))
