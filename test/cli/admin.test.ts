@@ -1,0 +1,151 @@
+/** The admin operations (core/admin.ts) in-process, on a real temp store, with a movable clock. */
+import t, { type Test } from 'tap'
+import { loadConfig } from '../../src/config/load.js'
+import { createAdmin, lazyPasswordTools, type Admin } from '../../src/core/admin.js'
+import { hashToken } from '../../src/core/sessions.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import type { SessionRecord, Store } from '../../src/store/store.js'
+
+const MIN = 60_000
+const DAY = 24 * 60 * MIN
+
+async function setup(t: Test, env: Record<string, string> = {}): Promise<{ admin: Admin; store: Store; clock: { now: number } }> {
+  const dir = t.testdir()
+  const config = loadConfig({ flags: { data: dir }, env, cwd: dir }).config
+  const store = await openLmdbStore({ path: config.store.path })
+  t.teardown(() => store.close())
+  const clock = { now: Date.UTC(2025, 0, 1) }
+  const admin = createAdmin({ store, config, now: () => clock.now, passwords: lazyPasswordTools(config) })
+  return { admin, store, clock }
+}
+
+let n = 0
+function session(userId: string, at: number, extra: Partial<SessionRecord> = {}): SessionRecord {
+  const id = `session-${++n}`
+  return {
+    id,
+    userId,
+    createdAt: at,
+    lastUsedAt: at,
+    expiresAt: at + 30 * DAY,
+    ip: '127.0.0.1',
+    userAgent: 'test',
+    refreshHash: hashToken(id),
+    previousHash: null,
+    rotatedAt: null,
+    generation: 0,
+    ...extra,
+  }
+}
+
+t.test('a user is found by id or by any case and Unicode form of its email', async (t) => {
+  const { admin } = await setup(t)
+  const ann = await admin.addUser('  Ann@Example.com', 'correct horse battery')
+  t.equal(ann.email, 'ann@example.com')
+  t.equal(admin.findUser(ann.id)?.id, ann.id)
+  t.equal(admin.findUser('ＡＮＮ@EXAMPLE.COM')?.id, ann.id)
+  t.equal(admin.findUser('bob@example.com'), undefined)
+  t.equal(admin.findUser(''), undefined)
+  t.throws(() => admin.resolveUser('x'.repeat(3000)), { name: 'AdminError', code: 'USER_NOT_FOUND' })
+  await t.rejects(admin.addUser('ann@EXAMPLE.com', 'correct horse battery'), { code: 'EMAIL_TAKEN' })
+  await t.rejects(admin.addUser('two@@example.com', 'correct horse battery'), { code: 'INVALID_EMAIL' })
+  await t.rejects(admin.addUser('c@example.com', 'x'.repeat(257)), { code: 'PASSWORD_TOO_LONG', message: 'Password must be at most 256 characters' })
+})
+
+t.test('disable and a new password revoke every session of the user; counts and lists show live sessions only', async (t) => {
+  const { admin, store, clock } = await setup(t)
+  const ann = await admin.addUser('ann@example.com', 'correct horse battery')
+  const bob = await admin.addUser('bob@example.com', 'correct horse battery')
+  const now = clock.now
+  await store.createSession(session(ann.id, now - 2 * MIN))
+  await store.createSession(session(ann.id, now - MIN))
+  await store.createSession(session(bob.id, now))
+  // unused for longer than sessions.idle_ttl (7d): dead, not listed or counted
+  await store.createSession(session(bob.id, now - 8 * DAY))
+
+  t.same(admin.listUsers().map((u) => [u.email, u.sessions]), [['ann@example.com', 2], ['bob@example.com', 1]])
+  const bobs = admin.listSessions('BOB@example.com')
+  t.equal(bobs.length, 1)
+  t.equal(bobs[0]!.email, 'bob@example.com')
+  t.equal(bobs[0]!.expiresAt, now + 7 * DAY, 'expires is the idle expiry when it comes first')
+  t.equal(bobs[0]!.absoluteExpiresAt, now + 30 * DAY)
+  t.same(admin.listSessions().map((s) => s.userId), [bob.id, ann.id, ann.id], 'newest first')
+
+  const pw = await admin.setPassword(ann.id, 'a different passphrase')
+  t.equal(pw.revokedSessions, 2)
+  t.equal(store.listSessions(ann.id).length, 0)
+  await t.rejects(admin.setPassword(ann.id, 'password'), { code: 'PASSWORD_TOO_COMMON' })
+
+  const off = await admin.disableUser('bob@example.com')
+  t.equal(off.revokedSessions, 2, 'the dead session is deleted too')
+  t.equal(off.user.disabled, true)
+  t.equal(store.getUser(bob.id)?.disabled, true)
+  t.equal((await admin.enableUser(bob.id)).user.disabled, false)
+
+  await store.createSession(session(bob.id, now))
+  const rm = await admin.removeUser(bob.id)
+  t.equal(rm.revokedSessions, 1)
+  t.equal(store.getUser(bob.id), undefined)
+  t.equal(store.listSessions(bob.id).length, 0)
+  await t.rejects(admin.removeUser(bob.id), { code: 'USER_NOT_FOUND' })
+})
+
+t.test('revoking sessions: one, a user’s, all', async (t) => {
+  const { admin, store, clock } = await setup(t)
+  const ann = await admin.addUser('ann@example.com', 'correct horse battery')
+  const s1 = session(ann.id, clock.now)
+  const s2 = session(ann.id, clock.now)
+  const s3 = session('someone-deleted', clock.now)
+  for (const s of [s1, s2, s3]) await store.createSession(s)
+  const one = await admin.revokeSession(s1.id)
+  t.equal(one.id, s1.id)
+  t.equal(store.getSession(s1.id), undefined)
+  t.equal(store.findSessionIdByRefreshHash(s1.refreshHash), undefined, 'its refresh token is gone with it')
+  await t.rejects(admin.revokeSession(s1.id), { code: 'SESSION_NOT_FOUND', message: `No session with id "${s1.id}".` })
+  t.equal(admin.listSessions().find((s) => s.id === s3.id)?.email, null, 'a session of a deleted user shows no email')
+  t.equal((await admin.revokeUserSessions(ann.id)).revoked, 1)
+  t.equal((await admin.revokeAllSessions()).revoked, 1)
+  t.equal(store.listSessions().length, 0)
+})
+
+t.test('keys: rotation, the effective state of a retiring key, and the active key kept', async (t) => {
+  const { admin, store, clock } = await setup(t, { AUTHD_TOKENS_ACCESS_TTL: '10m', AUTHD_TOKENS_CLOCK_TOLERANCE: '5s' })
+  const window = 10 * MIN + 5000
+  const first = await admin.rotateKey()
+  t.equal(first.active.state, 'active')
+  t.same(first.retiring, [])
+  clock.now += 1000
+  const second = await admin.rotateKey('RS256')
+  t.same(second.retiring.map((k) => [k.kid, k.state, k.verifiesUntil]), [[first.active.kid, 'retiring', clock.now + window]])
+  t.equal(store.keysVersion() > 0, true)
+
+  clock.now += window
+  t.same((await admin.listKeys()).map((k) => [k.kid, k.state]), [[second.active.kid, 'active'], [first.active.kid, 'retiring']], 'still verifying at the end of its window')
+  t.equal(store.getKey(first.active.kid)?.state, 'retiring')
+
+  clock.now += 1
+  const version = store.keysVersion()
+  const later = await admin.listKeys()
+  t.same(later.map((k) => [k.kid, k.state]), [[second.active.kid, 'active'], [first.active.kid, 'retired']])
+  const stored = store.getKey(first.active.kid)!
+  t.equal(stored.state, 'retired', 'the transition is recorded')
+  t.equal(stored.retiredAt, stored.retiringAt! + window, 'retired when its last token expired')
+  t.equal(later[1]!.retiredAt, stored.retiredAt)
+  t.ok(store.keysVersion() > version)
+  const unchanged = store.keysVersion()
+  await admin.listKeys()
+  t.equal(store.keysVersion(), unchanged, 'recorded once')
+
+  t.throws(() => admin.checkRevokeKey(second.active.kid), { code: 'ACTIVE_KEY' })
+  await t.rejects(admin.revokeKey(second.active.kid), { code: 'ACTIVE_KEY' })
+  t.ok(store.getKey(second.active.kid), 'refused means untouched')
+  t.equal(admin.checkRevokeKey(first.active.kid).kid, first.active.kid)
+  await admin.revokeKey(first.active.kid)
+  t.equal(store.getKey(first.active.kid), undefined)
+  await t.rejects(admin.revokeKey(first.active.kid), { code: 'KEY_NOT_FOUND' })
+
+  const swap = await admin.revokeKey(second.active.kid, { rotate: true })
+  t.equal(swap.revoked.kid, second.active.kid)
+  t.equal(swap.active?.alg, 'RS256', 'the replacement keeps the algorithm')
+  t.same(store.listKeys().map((k) => [k.kid, k.state]), [[swap.active!.kid, 'active']])
+})

@@ -1,0 +1,121 @@
+/**
+ * authctl against a running daemon (the real `authd start`, a child process on port 0): every
+ * change it makes reaches the daemon within a second, without a restart.
+ */
+import t from 'tap'
+import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
+import { ctlFor, PASSWORD } from './run.js'
+
+const COOKIE = '__Secure-authd_rt'
+
+/** polls `check` until it holds, at most `limitMs`; resolves with the time it took, or -1 */
+async function until(check: () => Promise<boolean>, limitMs = 1000): Promise<number> {
+  const start = performance.now()
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return performance.now() - start
+    if (performance.now() - start > limitMs) return -1
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return -1
+}
+
+const kidOf = (token: string): string => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
+
+t.test('changes made by authctl take effect in a running daemon within a second', async (t) => {
+  const dir = t.testdir()
+  const daemon = await spawnDaemon(t, dir)
+  const ctl = ctlFor(dir)
+  for (const email of ['ann@example.com', 'bob@example.com', 'cat@example.com']) {
+    const r = await ctl(['user', 'add', email, '--password-stdin'], { input: `${PASSWORD}\n` })
+    t.equal(r.code, 0, r.stderr)
+  }
+
+  const login = async (email: string, password = PASSWORD): Promise<{ reply: Reply; jar: CookieJar; token: string }> => {
+    const jar = new CookieJar(COOKIE)
+    const reply = await call(daemon.url, 'POST', '/api/auth/login', { json: { email, password } })
+    jar.take(reply)
+    return { reply, jar, token: reply.body?.data?.accessToken }
+  }
+  const me = (token: string): Promise<Reply> => call(daemon.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
+  const refresh = (jar: CookieJar): Promise<Reply> => call(daemon.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  const meRefused = (token: string) => async () => (await me(token)).status === 401
+
+  await t.test('user disable: the user’s access and refresh tokens fail, and login is refused until enable', async (t) => {
+    const ann = await login('ann@example.com')
+    t.equal((await me(ann.token)).status, 200)
+    const r = await ctl(['user', 'disable', 'ann@example.com'])
+    t.equal(r.stdout, `Disabled ann@example.com (${ann.reply.body.data.user.id}); revoked 1 session.\n`)
+    const took = await until(meRefused(ann.token))
+    t.ok(took >= 0 && took <= 1000, `/me refused within 1 s (took ${took.toFixed(0)} ms)`)
+    const me401 = await me(ann.token)
+    t.same(me401.body, { success: false, message: 'Invalid or expired access token' })
+    t.equal((await refresh(ann.jar)).status, 401)
+    t.equal((await login('ann@example.com')).reply.status, 401)
+    t.equal((await ctl(['user', 'enable', 'ann@example.com'])).code, 0)
+    t.equal((await login('ann@example.com')).reply.status, 200, 'enabled again')
+  })
+
+  await t.test('user passwd: the old refresh token and access token fail; only the new password logs in', async (t) => {
+    const bob = await login('bob@example.com')
+    t.equal(bob.reply.status, 200)
+    const newPassword = 'a brand new passphrase'
+    const r = await ctl(['user', 'passwd', 'bob@example.com', '--password-stdin', '--json'], { input: `${newPassword}\n` })
+    t.match(r.json(), { revokedSessions: 1 })
+    t.ok((await until(async () => (await refresh(bob.jar)).status === 401)) >= 0, 'refresh refused within 1 s')
+    const again = await refresh(bob.jar)
+    t.same(again.body, { success: false, message: 'Invalid or expired refresh token' })
+    t.equal((await me(bob.token)).status, 401)
+    t.equal((await login('bob@example.com')).reply.status, 401, 'old password refused')
+    t.equal((await login('bob@example.com', newPassword)).reply.status, 200, 'new password works')
+  })
+
+  await t.test('sessions revoke: that session’s refresh and access tokens fail, another lives', async (t) => {
+    const first = await login('cat@example.com')
+    const second = await login('cat@example.com')
+    const listed = (await ctl(['sessions', 'list', '--user', 'cat@example.com', '--json'])).json().sessions
+    t.equal(listed.length, 2)
+    const sid = JSON.parse(Buffer.from(first.token.split('.')[1]!, 'base64url').toString()).sid
+    t.ok(listed.some((s: { id: string }) => s.id === sid), 'the sid of the access token is the session id authctl shows')
+    t.equal((await ctl(['sessions', 'revoke', sid])).code, 0)
+    t.ok((await until(meRefused(first.token))) >= 0, '/me refused within 1 s')
+    t.equal((await refresh(first.jar)).status, 401)
+    t.equal((await me(second.token)).status, 200)
+    t.equal((await refresh(second.jar)).status, 200)
+  })
+
+  await t.test('keys rotate: the next login is signed by the new key and old tokens keep verifying; keys revoke ends them', async (t) => {
+    const before = await login('ann@example.com')
+    const oldKid = kidOf(before.token)
+    const rotated = (await ctl(['keys', 'rotate', '--json'])).json()
+    t.equal(rotated.retiring[0]?.kid, oldKid)
+    const after = await login('ann@example.com')
+    const newKid = kidOf(after.token)
+    t.equal(newKid, rotated.active.kid, 'the next login is signed with the new key')
+    t.not(newKid, oldKid)
+    t.equal((await me(before.token)).status, 200, 'a token of the retiring key still verifies')
+    const jwks = await call(daemon.url, 'GET', '/.well-known/jwks.json')
+    t.same(jwks.body.keys.map((k: { kid: string }) => k.kid).sort(), [newKid, oldKid].sort(), 'both keys are published')
+
+    const revoked = await ctl(['keys', 'revoke', oldKid, '--yes'])
+    t.equal(revoked.code, 0, revoked.stderr)
+    const took = await until(meRefused(before.token))
+    t.ok(took >= 0 && took <= 1000, `the revoked key's token is refused within 1 s (took ${took.toFixed(0)} ms)`)
+    t.equal((await me(after.token)).status, 200)
+    const jwksAfter = await call(daemon.url, 'GET', '/.well-known/jwks.json')
+    t.same(jwksAfter.body.keys.map((k: { kid: string }) => k.kid), [newKid])
+
+    const refused = await ctl(['keys', 'revoke', newKid, '--yes'])
+    t.equal(refused.code, 1, 'the only active key is kept')
+    t.equal((await login('ann@example.com')).reply.status, 200, 'the daemon still signs')
+  })
+
+  await t.test('user rm: the deleted user’s tokens fail', async (t) => {
+    const cat = await login('cat@example.com')
+    t.equal((await ctl(['user', 'rm', 'cat@example.com', '--yes'])).code, 0)
+    t.ok((await until(meRefused(cat.token))) >= 0, '/me refused within 1 s')
+    t.equal((await refresh(cat.jar)).status, 401)
+    t.equal((await login('cat@example.com')).reply.status, 401)
+  })
+
+  t.equal(await daemon.stop(), 0, 'the daemon ran throughout and stops cleanly')
+})

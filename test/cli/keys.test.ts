@@ -1,0 +1,71 @@
+import t from 'tap'
+import { ctlFor } from './run.js'
+
+const KID = /^[A-Za-z0-9_-]{16}$/
+
+t.test('keys list, rotate and revoke on a store, in table and JSON forms', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  // a store with a user but no key yet (authd creates the first key on its first start)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: 'correct horse battery\n' })).code, 0)
+  const none = await ctl(['keys', 'list'])
+  t.equal(none.stdout, 'No keys (authd creates the first one on its first start).\n')
+
+  const first = await ctl(['keys', 'rotate', '--json'])
+  t.equal(first.code, 0, first.stderr)
+  const k1 = first.json().active
+  t.match(first.json(), { active: { kid: KID, alg: 'ES256', state: 'active', retiringAt: null, verifiesUntil: null }, retiring: [] })
+
+  const second = await ctl(['keys', 'rotate', '--algorithm', 'RS256'])
+  t.equal(second.code, 0, second.stderr)
+  const [line1, line2] = second.stdout.trimEnd().split('\n')
+  const k2kid = /^New active key (\S+) \(RS256\) signs from now on\.$/.exec(line1!)?.[1]
+  t.match(k2kid, KID)
+  t.match(line2, new RegExp(`^Key ${k1.kid} is retiring: it verifies tokens until \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ, then retires\\.$`))
+
+  const listed = await ctl(['keys', 'list', '--json'])
+  const keys = listed.json().keys
+  t.same(keys.map((k: { kid: string; state: string; alg: string }) => [k.kid, k.state, k.alg]), [
+    [k2kid, 'active', 'RS256'],
+    [k1.kid, 'retiring', 'ES256'],
+  ])
+  const retiring = keys[1]
+  // verifies for one access-token lifetime (15m) plus the clock tolerance (5s) after it stopped signing
+  t.equal(Date.parse(retiring.verifiesUntil) - Date.parse(retiring.retiringAt), 15 * 60_000 + 5_000)
+  t.notOk('privateKeyPem' in retiring || 'publicKeyPem' in retiring, 'no key material is shown')
+
+  const table = await ctl(['keys', 'list'])
+  const rows = table.stdout.trimEnd().split('\n')
+  t.match(rows[0], /^KID +ALG +STATE +CREATED +ACTIVATED +RETIRING +RETIRED$/)
+  t.match(rows[1], new RegExp(`^${k2kid} +RS256 +active +\\S+Z +\\S+Z +- +-$`))
+  t.match(rows[2], new RegExp(`^${k1.kid} +ES256 +retiring +\\S+Z +\\S+Z +\\S+Z +-$`))
+
+  // the active key is never revoked without a replacement
+  const active = await ctl(['keys', 'revoke', k2kid!, '--yes'])
+  t.equal(active.code, 1)
+  t.equal(active.stderr, `authctl: Key ${k2kid} is the active signing key: rotate to a new key before revoking it.\n`)
+
+  const unknown = await ctl(['keys', 'revoke', 'no-such-kid', '--yes'])
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'authctl: No key with kid "no-such-kid".\n')
+
+  const unasked = await ctl(['keys', 'revoke', k1.kid], { input: 'yes\n' })
+  t.equal(unasked.code, 2, 'without --yes and without a terminal it refuses')
+  t.match(unasked.stderr, /^authctl: Will not revoke key \S+ without confirmation: pass --yes/)
+
+  const revoked = await ctl(['keys', 'revoke', k1.kid, '--yes'])
+  t.equal(revoked.code, 0)
+  t.equal(revoked.stdout, `Revoked key ${k1.kid}: tokens signed with it no longer verify.\n`)
+  t.same((await ctl(['keys', 'list', '--json'])).json().keys.map((k: { kid: string }) => k.kid), [k2kid])
+
+  // --rotate: the active key goes, a new one of the same algorithm replaces it
+  const replaced = await ctl(['keys', 'revoke', k2kid!, '--rotate', '--yes', '--json'])
+  t.equal(replaced.code, 0, replaced.stderr)
+  const doc = replaced.json()
+  t.match(doc, { revoked: { kid: k2kid }, active: { kid: KID, alg: 'RS256', state: 'active' } })
+  t.same((await ctl(['keys', 'list', '--json'])).json().keys.map((k: { kid: string; state: string }) => [k.kid, k.state]), [[doc.active.kid, 'active']])
+
+  const bad = await ctl(['keys', 'rotate', '--algorithm', 'HS256'])
+  t.equal(bad.code, 2)
+  t.equal(bad.stderr, "authctl: Option '--algorithm <alg>' argument 'HS256' is invalid. Allowed choices are ES256, RS256.\n")
+})

@@ -1,0 +1,69 @@
+/**
+ * Runs the real authctl (built dist/, via bin/authctl.js) as a child process, the way an admin
+ * does: argv, environment, standard input; resolves with the exit code and both outputs.
+ */
+import { spawn } from 'node:child_process'
+import { AUTHCTL_BIN } from '../helpers/app.js'
+
+export interface CtlResult {
+  code: number | null
+  stdout: string
+  stderr: string
+  /** stdout parsed as the one JSON document */
+  json(): any
+}
+
+export interface CtlOptions {
+  /** written to stdin, then stdin is closed; without it stdin is empty (not a terminal) */
+  input?: string
+  env?: Record<string, string>
+  cwd?: string
+  /** extra node flags, e.g. --import */
+  nodeArgs?: string[]
+  timeoutMs?: number
+}
+
+export function runCtl(args: string[], opts: CtlOptions = {}): Promise<CtlResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), AUTHCTL_BIN, ...args], {
+      cwd: opts.cwd ?? process.cwd(),
+      // only what the test gives: no AUTHD_* from the machine running the tests
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL')
+      reject(new Error(`authctl ${args.join(' ')} did not finish in time\nstdout: ${stdout}\nstderr: ${stderr}`))
+    }, opts.timeoutMs ?? 30_000)
+    proc.on('error', reject)
+    proc.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({
+        code,
+        stdout,
+        stderr,
+        json: () => {
+          try {
+            return JSON.parse(stdout)
+          } catch {
+            throw new Error(`stdout is not one JSON document:\n${stdout}\nstderr: ${stderr}`)
+          }
+        },
+      })
+    })
+    proc.stdin.on('error', () => {}) // authctl may exit before reading its input
+    proc.stdin.end(opts.input ?? '')
+  })
+}
+
+/** authctl bound to one data directory (appends --data <dir>) */
+export function ctlFor(dir: string, base: CtlOptions = {}) {
+  return (args: string[], opts: CtlOptions = {}): Promise<CtlResult> =>
+    runCtl([...args, '--data', dir], { cwd: dir, ...base, ...opts, env: { ...base.env, ...opts.env } })
+}
+
+export const PASSWORD = 'correct horse battery staple'

@@ -1,0 +1,203 @@
+import t from 'tap'
+import argon2 from 'argon2'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { ctlFor, PASSWORD, runCtl } from './run.js'
+
+const ID = /^[A-Za-z0-9_-]{22}$/
+
+t.test('user add creates a user from --password-stdin and prints it as fields or JSON', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const added = await ctl(['user', 'add', ' Ann@Example.COM ', '--password-stdin'], { input: `${PASSWORD}\n` })
+  t.equal(added.code, 0, added.stderr)
+  t.match(added.stdout, /^id: +[A-Za-z0-9_-]{22}\nemail: +ann@example\.com\nUser created\.\n$/)
+  t.equal(added.stderr, '')
+
+  const json = await ctl(['user', 'add', 'bob@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\r\n` })
+  t.equal(json.code, 0, json.stderr)
+  const doc = json.json()
+  t.match(doc, { user: { id: ID, email: 'bob@example.com', disabled: false, sessions: 0 } })
+  t.match(doc.user.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+
+  // the stored hash is of exactly the line given: the \r\n is not part of the password
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  const bob = store.getUserByEmail('bob@example.com')!
+  t.equal(bob.id, doc.user.id)
+  t.ok(await argon2.verify(bob.passwordHash, PASSWORD))
+  t.notOk(await argon2.verify(bob.passwordHash, `${PASSWORD}\r`))
+  t.match(bob.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
+})
+
+t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for usage', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+
+  const cases: Array<[string, string[], string, number, RegExp]> = [
+    ['taken, in another case and Unicode form', ['user', 'add', 'ＡＮＮ@example.com', '--password-stdin'], `${PASSWORD}\n`, 1, /^authctl: A user with email ann@example\.com already exists\.\n$/],
+    ['invalid email', ['user', 'add', 'not-an-email', '--password-stdin'], `${PASSWORD}\n`, 1, /^authctl: "not-an-email" is not a valid email address\.\n$/],
+    ['short password', ['user', 'add', 'c@example.com', '--password-stdin'], 'short\n', 1, /^authctl: Password must be at least 8 characters\.\n$/],
+    ['common password', ['user', 'add', 'c@example.com', '--password-stdin'], 'password123\n', 1, /^authctl: Password is too common\.\n$/],
+    ['empty standard input', ['user', 'add', 'c@example.com', '--password-stdin'], '', 1, /^authctl: No password was given on standard input\.\n$/],
+    ['no terminal and no --password-stdin', ['user', 'add', 'c@example.com'], `${PASSWORD}\n`, 2, /^authctl: Standard input is not a terminal: pass --password-stdin/],
+    ['a password as an argument', ['user', 'add', 'c@example.com', PASSWORD], '', 2, /^authctl: Too many arguments/],
+    ['unknown flag', ['user', 'add', 'c@example.com', '--password', 'x'], '', 2, /^authctl: Unknown option '--password'\.\n$/],
+    ['missing email', ['user', 'add'], '', 2, /^authctl: Missing required argument 'email'\.\n$/],
+  ]
+  for (const [name, args, input, code, stderr] of cases) {
+    const r = await ctl(args, { input })
+    t.equal(r.code, code, `${name}: exit ${code}`)
+    t.match(r.stderr, stderr, `${name}: stderr`)
+    t.equal(r.stdout, '', `${name}: nothing on stdout`)
+  }
+  const list = await ctl(['user', 'list', '--json'])
+  t.same(list.json().users.map((u: { email: string }) => u.email), ['ann@example.com'], 'nothing else was created')
+})
+
+t.test('user list and show: a table by default, one JSON document with --json', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const empty = await ctl(['user', 'add', 'zoe@example.com', '--password-stdin', '--json'], { input: PASSWORD })
+  t.equal(empty.code, 0, 'a password without a trailing newline is read to the end of input')
+  await ctl(['user', 'add', 'amy@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  const zoe = empty.json().user
+
+  const table = await ctl(['user', 'list'])
+  t.equal(table.code, 0)
+  const lines = table.stdout.trimEnd().split('\n')
+  t.match(lines[0], /^ID +EMAIL +CREATED +DISABLED +SESSIONS$/)
+  t.equal(lines.length, 3)
+  t.match(lines[1], new RegExp(`^${zoe.id} +zoe@example\\.com +\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ +no +0$`), 'oldest first')
+  t.match(lines[2], /^[A-Za-z0-9_-]{22} +amy@example\.com /)
+
+  const json = await ctl(['user', 'list', '--json'])
+  const users = json.json().users
+  t.same(users.map((u: { email: string }) => u.email), ['zoe@example.com', 'amy@example.com'])
+  t.same(Object.keys(users[0]).sort(), ['createdAt', 'disabled', 'email', 'id', 'sessions', 'updatedAt'])
+
+  const byEmail = await ctl(['user', 'show', 'ZOE@example.com'])
+  t.equal(byEmail.code, 0)
+  t.match(byEmail.stdout, new RegExp(`^id: +${zoe.id}\\nemail: +zoe@example\\.com\\ncreated: .*\\nupdated: .*\\ndisabled: +no\\nsessions: +0\\n$`))
+  const byId = await ctl(['user', 'show', zoe.id, '--json'])
+  t.same(byId.json(), { user: zoe })
+
+  const unknown = await ctl(['user', 'show', 'nobody@example.com', '--json'])
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'authctl: No user with email or id "nobody@example.com".\n')
+  t.equal(unknown.stdout, '', '--json prints nothing on failure')
+
+  const emptyDir = t.testdir()
+  const none = await ctlFor(emptyDir)(['user', 'list'])
+  t.equal(none.stdout, 'No users.\n')
+})
+
+t.test('user disable, enable, passwd and rm, with their error cases', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const ann = (await ctl(['user', 'add', 'ann@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })).json().user
+
+  const disabled = await ctl(['user', 'disable', 'ann@example.com'])
+  t.equal(disabled.code, 0)
+  t.equal(disabled.stdout, `Disabled ann@example.com (${ann.id}); revoked 0 sessions.\n`)
+  t.match((await ctl(['user', 'show', ann.id, '--json'])).json(), { user: { disabled: true } })
+  t.match((await ctl(['user', 'list'])).stdout, /ann@example\.com +\S+ +yes +0/)
+
+  const enabled = await ctl(['user', 'enable', ann.id, '--json'])
+  t.match(enabled.json(), { user: { id: ann.id, disabled: false } })
+
+  const newPassword = 'another long passphrase'
+  const passwd = await ctl(['user', 'passwd', 'ann@example.com', '--password-stdin', '--json'], { input: `${newPassword}\n` })
+  t.equal(passwd.code, 0, passwd.stderr)
+  t.match(passwd.json(), { user: { id: ann.id }, revokedSessions: 0 })
+  const weak = await ctl(['user', 'passwd', 'ann@example.com', '--password-stdin'], { input: 'qwerty\n' })
+  t.equal(weak.code, 1)
+  t.equal(weak.stderr, 'authctl: Password must be at least 8 characters.\n')
+  {
+    const store = await openLmdbStore({ path: dir })
+    const hash = store.getUser(ann.id)!.passwordHash
+    await store.close()
+    t.ok(await argon2.verify(hash, newPassword), 'the new password is stored')
+  }
+
+  for (const cmd of [['user', 'disable'], ['user', 'enable'], ['user', 'passwd'], ['user', 'rm', '--yes'], ['user', 'show']]) {
+    // an unknown user is reported before any password is asked for
+    const r = await ctl([...cmd, 'ghost@example.com'])
+    t.equal(r.code, 1, `${cmd.join(' ')}: exit 1`)
+    t.equal(r.stderr, 'authctl: No user with email or id "ghost@example.com".\n')
+  }
+
+  const noYes = await ctl(['user', 'rm', 'ann@example.com'], { input: 'y\n' })
+  t.equal(noYes.code, 2, 'without --yes and without a terminal it refuses')
+  t.equal(noYes.stderr, `authctl: Will not delete user ann@example.com (${ann.id}) and its 0 sessions without confirmation: pass --yes (standard input is not a terminal).\n`)
+  t.equal((await ctl(['user', 'show', ann.id])).code, 0, 'still there')
+
+  const rm = await ctl(['user', 'rm', 'ann@example.com', '--yes', '--json'])
+  t.equal(rm.code, 0)
+  t.match(rm.json(), { removed: { id: ann.id, email: 'ann@example.com' }, revokedSessions: 0 })
+  t.equal((await ctl(['user', 'show', ann.id])).code, 1, 'gone')
+  const again = await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  t.equal(again.code, 0, 'the email is free again')
+})
+
+t.test('usage: --help on every command, bad flags and config errors exit 2', async (t) => {
+  const dir = t.testdir()
+  const commands = [
+    [],
+    ['user'],
+    ['user', 'add'],
+    ['user', 'list'],
+    ['user', 'show'],
+    ['user', 'disable'],
+    ['user', 'enable'],
+    ['user', 'passwd'],
+    ['user', 'rm'],
+    ['keys'],
+    ['keys', 'list'],
+    ['keys', 'rotate'],
+    ['keys', 'revoke'],
+    ['sessions'],
+    ['sessions', 'list'],
+    ['sessions', 'revoke'],
+    ['smoke'],
+    ['backup'],
+  ]
+  await Promise.all(
+    commands.map(async (cmd) => {
+      const r = await runCtl([...cmd, '--help'], { cwd: dir })
+      t.equal(r.code, 0, `${cmd.join(' ')} --help exits 0`)
+      t.match(r.stdout, new RegExp(`^Usage: authctl${cmd.map((c) => ` ${c}`).join('')} `), `${cmd.join(' ')} --help`)
+      t.match(r.stdout, /--json/, 'shows the global options')
+      t.match(r.stdout, /--data <dir>/)
+    }),
+  )
+
+  const bare = await runCtl([], { cwd: dir })
+  t.equal(bare.code, 2, 'no command is a usage error')
+  t.match(bare.stderr, /Usage: authctl/)
+
+  const unknown = await runCtl(['frobnicate'], { cwd: dir })
+  t.equal(unknown.code, 2)
+  t.equal(unknown.stderr, "authctl: Unknown command 'frobnicate'.\n")
+
+  const badFlag = await runCtl(['user', 'list', '--bogus', '--data', dir], { cwd: dir })
+  t.equal(badFlag.code, 2)
+  t.equal(badFlag.stderr, "authctl: Unknown option '--bogus'.\n")
+
+  const badConfig = await runCtl(['user', 'list', '--data', dir], { cwd: dir, env: { AUTHD_TOKENS_ACCESS_TTL: 'soon' } })
+  t.equal(badConfig.code, 2)
+  t.match(badConfig.stderr, /^authctl: Config: tokens\.access_ttl .*"soon".*\n$/)
+  t.equal(badConfig.stderr.split('\n').length, 2, 'one line')
+
+  const missingFile = await runCtl(['user', 'list', '--config', `${dir}/nope.toml`], { cwd: dir })
+  t.equal(missingFile.code, 2)
+  t.match(missingFile.stderr, /nope\.toml/)
+
+  const noStore = await runCtl(['user', 'list', '--data', `${dir}/typo`], { cwd: dir })
+  t.equal(noStore.code, 2)
+  t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
+
+  const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: dir } })
+  t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
+  t.same(fromEnv.json(), { users: [] })
+})
