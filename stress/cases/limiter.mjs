@@ -1,0 +1,199 @@
+/**
+ * Case 3 — the rate limiter. Atomic under concurrency; a bound on the password verifications one
+ * account can be made to run per hour; bounded memory under a flood of distinct keys; a 429 that
+ * costs no hash while the box is busy; and distributed stuffing (one attempt per account, a few
+ * per address, under every limit) visible in metrics and logs.
+ */
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { randomBytes } from 'node:crypto'
+import { startDaemon, readLogLines, sleep } from '../lib/daemon.mjs'
+import { agentFor, loopbackAddress, RawConnection, request } from '../lib/http.mjs'
+import { login, register } from '../lib/auth.mjs'
+import { metric, scrape } from '../lib/metrics.mjs'
+import { password } from '../lib/secrets.mjs'
+import { mb, percentile, pool, round } from '../lib/stats.mjs'
+import { check, info, timingCheck } from '../lib/report.mjs'
+
+export const id = 'limiter'
+export const title = 'Rate limiter'
+
+const SCALE = {
+  full: { perAccount: 300, keys: 200_000, maxKeys: null, probes: 400, accounts: 1000, addresses: 250 },
+  small: { perAccount: 30, keys: 2000, maxKeys: 1000, probes: 40, accounts: 10, addresses: 5 },
+}
+
+const tag = () => randomBytes(6).toString('hex')
+
+export async function run({ scale, dir, say }) {
+  const cfg = SCALE[scale]
+  const figures = []
+  const extra = {}
+
+  // ---- a daemon with the default limits
+  const dataDir = join(dir, 'data')
+  mkdirSync(dataDir, { recursive: true })
+  const d = await startDaemon({ dataDir, logFile: join(dir, 'authd.log') })
+  const url = d.url
+  let addr = 40_000
+  const next = () => loopbackAddress(addr++)
+  const newUser = async () => {
+    const u = { email: `lim-${tag()}@example.test`, password: password() }
+    const r = await register(url, u.email, u.password, { localAddress: loopbackAddress(39_000 + Math.floor(addr++ / 10)) })
+    if (r.status !== 201) throw new Error(`setup: register answered ${r.status}`)
+    return { ...u, id: r.userId }
+  }
+
+  // (a) 50 concurrent wrong logins, one address, one account: exactly 5 run a hash (per_ip_email 5/15m)
+  {
+    const victim = await newUser()
+    const before = await scrape(url)
+    const agent = agentFor(next(), 50)
+    const replies = await Promise.all(Array.from({ length: 50 }, () => login(url, victim.email, password(), { agent })))
+    const after = await scrape(url)
+    const evaluated = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    const s401 = replies.filter((r) => r.status === 401).length
+    const s429 = replies.filter((r) => r.status === 429).length
+    say(`limiter: 50 concurrent → ${s401}×401, ${s429}×429, ${evaluated} hashes`)
+    figures.push(check('50-way: evaluated', evaluated, '=', 5), check('401s', s401, '=', 5), check('429s', s429, '=', 45))
+  }
+
+  // (b) one account from many addresses: verifications per hour are bounded (per_email 20/1h)
+  {
+    const victim = await newUser()
+    const before = await scrape(url)
+    const addresses = Array.from({ length: cfg.perAccount }, next)
+    const statuses = []
+    await pool(cfg.perAccount, 8, async (i) => {
+      statuses.push((await login(url, victim.email, password(), { localAddress: addresses[i] })).status)
+    })
+    const after = await scrape(url)
+    const verified = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    say(`limiter: ${cfg.perAccount} attempts on one account from ${cfg.perAccount} addresses → ${verified} verifications`)
+    figures.push(check('verifications/account/h', verified, '<=', 100), check('401 = verifications', statuses.filter((s) => s === 401).length, '=', verified))
+  }
+
+  // (d) while the box hashes flat out, a refused login costs no hash
+  {
+    const probe = next()
+    // spend the address's per_ip budget with malformed requests (counted, never hashed)
+    for (let i = 0; i < 50; i++) await request(url, 'POST', '/api/auth/login', { json: {}, localAddress: probe })
+    let stop = false
+    let busyDone = 0
+    const busy = Array.from({ length: 16 }, async (_, w) => {
+      for (let k = 0; !stop && k < 10_000; k++) {
+        const r = await login(url, `nobody-${tag()}@example.test`, password(), { localAddress: loopbackAddress(60_000 + w * 1000 + Math.floor(k / 40)) })
+        if (r.status === 401) busyDone++
+      }
+    })
+    await sleep(scale === 'full' ? 1500 : 300) // the hash queue is full before the first probe
+    const before = await scrape(url)
+    const ms = []
+    let refused = 0
+    const agent = agentFor(probe)
+    for (let i = 0; i < cfg.probes; i++) {
+      const r = await login(url, `probe-${tag()}@example.test`, password(), { agent })
+      if (r.status === 429 && r.body?.message === 'Too many login attempts' && r.headers['retry-after'] !== undefined) refused++
+      ms.push(r.ms)
+      await sleep(5)
+    }
+    const after = await scrape(url)
+    stop = true
+    await Promise.all(busy)
+    const p99 = percentile(ms, 99)
+    const hashesDuring = metric(after, 'authd_login_total', { outcome: 'unknown_user' }) - metric(before, 'authd_login_total', { outcome: 'unknown_user' })
+    say(`limiter: 429 p99 ${round(p99, 2)} ms (p50 ${round(percentile(ms, 50), 2)}) while ${hashesDuring} hashes ran; background logins done ${busyDone}`)
+    figures.push(timingCheck(scale)('429 p99 busy', round(p99, 2), '<=', 5, 'ms'), check('probes refused', refused, '=', cfg.probes), info('hashes meanwhile', hashesDuring))
+  }
+
+  // (e) distributed stuffing: N accounts × 1 attempt from few addresses, under every limit
+  {
+    const accounts = []
+    await pool(cfg.accounts, 2, async (i) => {
+      const u = { email: `stuffed-${i}-${tag()}@example.test`, password: password() }
+      const r = await register(url, u.email, u.password, { localAddress: loopbackAddress(70_000 + Math.floor(i / 10)) })
+      if (r.status !== 201) throw new Error(`setup: register answered ${r.status}`)
+      accounts[i] = { ...u, id: r.userId }
+    })
+    const before = await scrape(url)
+    const perAddress = Math.ceil(cfg.accounts / cfg.addresses)
+    const statuses = {}
+    await pool(cfg.accounts, 8, async (i) => {
+      const r = await login(url, accounts[i].email, password(), { localAddress: loopbackAddress(80_000 + Math.floor(i / perAddress)) })
+      statuses[r.status] = (statuses[r.status] ?? 0) + 1
+    })
+    const after = await scrape(url)
+    const counted = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    await sleep(500)
+    await d.stop()
+    const ids = new Set(accounts.map((a) => a.id))
+    const lines = readLogLines(d.logFile).filter((l) => l.event === 'login' && l.outcome === 'bad_password' && ids.has(l.userId))
+    const ips = new Set(lines.map((l) => l.ip))
+    const users = new Set(lines.map((l) => l.userId))
+    say(`limiter: stuffing ${cfg.accounts} accounts from ${cfg.addresses} addresses → statuses ${JSON.stringify(statuses)}; metric +${counted}; ${lines.length} log lines, ${ips.size} addresses, ${users.size} accounts`)
+    figures.push(
+      check('stuffing in metrics', counted, '=', cfg.accounts),
+      check('in logs', lines.length, '=', cfg.accounts),
+      check('addresses in logs', ips.size, '=', cfg.addresses),
+    )
+    extra.stuffing = { statuses, counted, lines: lines.length, ips: ips.size, users: users.size }
+  }
+
+  // (c) a flood of distinct keys (refreshes from distinct forwarded addresses): memory stays bounded
+  {
+    const keysDir = join(dir, 'keys-data')
+    mkdirSync(keysDir, { recursive: true })
+    const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1' }
+    if (cfg.maxKeys !== null) env.AUTHD_RATE_LIMIT_MAX_KEYS = String(cfg.maxKeys)
+    const k = await startDaemon({ dataDir: keysDir, logFile: join(dir, 'authd-keys.log'), env })
+    const maxKeys = cfg.maxKeys ?? 100_000
+    // warm up the request path before the baseline
+    const warm = new RawConnection(k.port)
+    await warm.ready
+    // (few keys: 2 000 requests over 20 addresses, so the warm-up leaves the limiter nearly empty)
+    for (let i = 0; i < (scale === 'full' ? 2000 : 200); i++) await warm.send(refreshFrom(`192.168.0.${i % 20}`))
+    warm.close()
+    await sleep(300)
+    const rssBefore = k.rss()
+    const statuses = {}
+    const t0 = performance.now()
+    const conns = 8
+    const depth = 32
+    await Promise.all(
+      Array.from({ length: conns }, async (_, c) => {
+        const conn = new RawConnection(k.port)
+        await conn.ready
+        const share = Math.ceil(cfg.keys / conns)
+        for (let start = c * share; start < Math.min(cfg.keys, (c + 1) * share) && performance.now() - t0 < 300_000; start += depth) {
+          const batch = []
+          for (let i = start; i < Math.min(start + depth, (c + 1) * share, cfg.keys); i++) batch.push(conn.send(refreshFrom(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)))
+          for (const r of await Promise.all(batch)) statuses[r.status] = (statuses[r.status] ?? 0) + 1
+        }
+        conn.close()
+      }),
+    )
+    const seconds = (performance.now() - t0) / 1000
+    await sleep(500)
+    const rssAfter = k.rss()
+    const m = await scrape(k.url)
+    const gauge = metric(m, 'authd_rate_limit_keys')
+    const sent = Object.values(statuses).reduce((a, b) => a + b, 0)
+    const held = statuses[401] ?? 0 // each 401 (no cookie) is a request the limiter counted under a new key
+    const healthy = (await request(k.url, 'GET', '/healthz')).status
+    await k.stop()
+    say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; gauge ${gauge}; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
+    figures.push(
+      check('distinct keys', sent, '>=', cfg.keys),
+      check('keys held', Math.max(held, gauge), '<=', maxKeys),
+      check('limiter RSS', mb(rssAfter - rssBefore), '<=', 64, 'MB'),
+      check('healthz after', healthy, '=', 200),
+    )
+    extra.keys = { statuses, gauge, seconds, rssBefore, rssAfter }
+  }
+
+  return { figures, extra }
+}
+
+function refreshFrom(ip) {
+  return `POST /api/auth/refresh HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: ${ip}\r\nContent-Length: 0\r\n\r\n`
+}

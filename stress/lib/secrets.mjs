@@ -1,0 +1,27 @@
+/**
+ * Everything secret the run sends or receives, so the hygiene case can look for it in the logs.
+ * Every password the cases make carries the canary marker, so one search finds them all.
+ */
+import { randomBytes } from 'node:crypto'
+
+export const CANARY = 'CanaryPw7q'
+
+/** A fresh password: the canary marker, then random letters (never on the common list). */
+export const password = () => `${CANARY}-${randomBytes(12).toString('base64url')}`
+
+export const secrets = {
+  access: new Set(),
+  refresh: new Set(),
+}
+
+/** Remembers the tokens of a login/register/refresh response. */
+export function noteTokens(res, cookieName) {
+  const at = res.body?.data?.accessToken
+  if (typeof at === 'string') secrets.access.add(at)
+  const sc = res.headers?.['set-cookie']
+  for (const c of sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]) {
+    if (!c.startsWith(`${cookieName}=`)) continue
+    const v = c.slice(cookieName.length + 1).split(';')[0]
+    if (v !== '') secrets.refresh.add(v)
+  }
+}
