@@ -9,13 +9,13 @@ export function formatTime(ms: number | null): string {
   return `${d.getUTCFullYear()}-${pad2(d.getUTCMonth() + 1)}-${pad2(d.getUTCDate())} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}`
 }
 
-/** `45s`, `12m`, `3h`, `29d`: the largest whole unit */
+/** `45s`, `12m`, `3h`, `29d`: the largest unit, rounded (7 days less a minute is `7d`) */
 export function formatSpan(ms: number): string {
-  const s = Math.floor(Math.abs(ms) / 1000)
+  const s = Math.round(Math.abs(ms) / 1000)
   if (s < 60) return `${s}s`
-  if (s < 3600) return `${Math.floor(s / 60)}m`
-  if (s < 86400) return `${Math.floor(s / 3600)}h`
-  return `${Math.floor(s / 86400)}d`
+  if (s < 3600) return `${Math.round(s / 60)}m`
+  if (s < 86400) return `${Math.round(s / 3600)}h`
+  return `${Math.round(s / 86400)}d`
 }
 
 /** `3m ago` / `in 29d` / `now` relative to `now` */

@@ -179,6 +179,26 @@ t.test('Users: Enter opens the details', async (t) => {
   await ui.waitFor('1-2 of 2 users')
 })
 
+t.test('Sessions and Keys: Enter opens the full record, with every time', async (t) => {
+  const ui = mount(t, seeded())
+  await ui.waitFor('alice@example.com')
+  await ui.press('2', 'j', KEY.enter)
+  let f = await ui.waitFor('Session of alice@example.com')
+  t.match(f, /session id\s+sess-alice-2/)
+  t.match(f, /ip\s+2001:db8::7/)
+  t.match(f, /user agent\s+Mozilla\/5\.0 \(X11; Linux x86_64\) Firefox\/128\.0/, 'the whole user agent')
+  t.match(f, /last used\s+2025-03-04 06:05 UTC \(3h ago\)/)
+  t.match(f, /expires\s+2025-03-11 09:05 UTC \(in 7d\)/)
+  await ui.press('3', 'j', KEY.enter)
+  f = await ui.waitFor('Key kid-retiring-0001')
+  t.match(f, /state\s+retiring/)
+  t.match(f, /created\s+2025-02-23 09:05 UTC/)
+  t.match(f, /retiring\s+2025-03-03 09:05 UTC/)
+  t.match(f, /retired\s+-/)
+  await ui.press(KEY.enter)
+  await ui.waitFor('1-2 of 2 keys')
+})
+
 t.test('Sessions: user, ip, user agent, last used, expiry; filter by user; revoke one or all, each confirmed', async (t) => {
   const deps = seeded()
   const carol = user('carol@example.com')
