@@ -55,8 +55,6 @@ export interface AuthServiceDeps {
   policy: PasswordPolicy
   tokens: AccessTokens
   limiter: RateLimiter
-  /** MAC key for refresh-token successors (kept in the store apart from session records) */
-  refreshSecret: Buffer
   now: () => number
   log: Logger
   events: AuthEvents
@@ -259,7 +257,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const now = deps.now()
       const hash = hashToken(token)
       const outcome: RefreshOutcome = await store.refreshSession(hash, (s) =>
-        decideRefresh(s, { token, hash }, { now, secret: deps.refreshSecret, policy: sessionPolicy }),
+        decideRefresh(s, { token, hash }, { now, policy: sessionPolicy }),
       )
       if (outcome.kind === 'reuse') {
         events.refresh('reuse')

@@ -1,10 +1,11 @@
 /**
- * Sessions and refresh-token rotation. A refresh token is 256 random bits; the store keeps only
- * its SHA-256, so a copy of the store cannot be replayed. The successor of a token is an HMAC of
- * it under a secret kept apart from the session records: the daemon can hand out the *same*
- * successor again within the reuse grace without ever storing a live token.
+ * Sessions and refresh-token rotation. Every refresh token is 256 bits from the OS CSPRNG; the
+ * store keeps only its SHA-256, so a copy of the store cannot be replayed. To hand out the *same*
+ * successor again within the reuse grace, the successor is kept sealed (AES-256-GCM) under a key
+ * derived from the token it replaced: only whoever holds that previous token can open it, and the
+ * store alone never can.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { RefreshDecision, SessionRecord, Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
@@ -16,8 +17,28 @@ export const newSessionId = (): string => randomBytes(16).toString('base64url')
 /** A syntactically possible refresh token: 43 base64url characters (256 bits). */
 export const REFRESH_TOKEN = /^[A-Za-z0-9_-]{43}$/
 
-export function successorToken(secret: Buffer, token: string): string {
-  return createHmac('sha256', secret).update(token).digest('base64url')
+const sealKey = (previous: string): Buffer =>
+  Buffer.from(hkdfSync('sha256', previous, Buffer.alloc(0), 'authd refresh successor', 32))
+
+/** Seals `successor` so that only the holder of `previous` can open it. */
+export function sealSuccessor(previous: string, successor: string): string {
+  const iv = randomBytes(12)
+  const cipher = createCipheriv('aes-256-gcm', sealKey(previous), iv)
+  const body = Buffer.concat([cipher.update(successor, 'utf8'), cipher.final()])
+  return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')
+}
+
+/** The successor sealed under `previous`, or null if it does not open with that token. */
+export function openSuccessor(previous: string, sealed: string): string | null {
+  const raw = Buffer.from(sealed, 'base64url')
+  if (raw.length < 12 + 16 + 1) return null
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(previous), raw.subarray(0, 12))
+    decipher.setAuthTag(raw.subarray(raw.length - 16))
+    return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8')
+  } catch {
+    return null
+  }
 }
 
 // constant-time so a timing side channel cannot walk a stored hash byte by byte
@@ -49,19 +70,20 @@ export type RefreshOutcome =
 export function decideRefresh(
   session: SessionRecord | undefined,
   presented: { token: string; hash: string },
-  ctx: { now: number; secret: Buffer; policy: SessionPolicy },
+  ctx: { now: number; policy: SessionPolicy },
 ): RefreshDecision<RefreshOutcome> {
   if (session === undefined) return { action: 'none', result: { kind: 'unknown' } }
   const { now, policy } = ctx
   if (!isLive(session, now, policy)) return { action: 'revoke', result: { kind: 'expired', session } }
 
   if (sameHash(session.refreshHash, presented.hash)) {
-    const token = successorToken(ctx.secret, presented.token)
+    const token = newRefreshToken()
     const next: SessionRecord = {
       ...session,
       lastUsedAt: now,
       previousHash: session.refreshHash,
       refreshHash: hashToken(token),
+      sealedSuccessor: sealSuccessor(presented.token, token),
       rotatedAt: now,
       generation: session.generation + 1,
     }
@@ -76,8 +98,8 @@ export function decideRefresh(
     sameHash(session.previousHash, presented.hash) &&
     now - session.rotatedAt <= policy.reuseGraceMs
   ) {
-    const token = successorToken(ctx.secret, presented.token)
-    if (sameHash(hashToken(token), session.refreshHash)) {
+    const token = session.sealedSuccessor === undefined ? null : openSuccessor(presented.token, session.sealedSuccessor)
+    if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
       return { action: 'none', result: { kind: 'grace', session, token } }
     }
   }

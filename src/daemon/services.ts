@@ -2,7 +2,6 @@
  * Wires the daemon's parts together from a Config: store, hasher, keys, limiter, use-cases and
  * the HTTP handler. Tests and the benchmark build the same thing, on a temp store.
  */
-import { randomBytes } from 'node:crypto'
 import os from 'node:os'
 import type { DestinationStream, Logger } from 'pino'
 import type { Config } from '../config/types.js'
@@ -57,15 +56,14 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   await store.ensureActiveKey(() => generateKey(t.algorithm, now()))
   const keyring = createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
   const p = config.passwords
-  const [hasher, policy, refreshSecret] = await Promise.all([
+  const [hasher, policy] = await Promise.all([
     createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: opts.hashConcurrency ?? defaultHashConcurrency(), maxQueue: opts.hashMaxQueue ?? 512 }),
     createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
-    store.getOrCreateSecret('refresh', () => randomBytes(32)),
   ])
   const limiter = createRateLimiter({ maxKeys: config.rateLimit.maxKeys, now })
   const metrics = createMetrics({ processMetrics: opts.processMetrics })
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
-  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, refreshSecret, now, log, events: metrics.events })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events })
   let ready = true
   // request lines carry only server-made values (see AppDeps.requestLog): no redaction needed
   const requestLog = log.child({}, { redact: [] })

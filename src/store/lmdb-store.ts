@@ -241,16 +241,6 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     keysVersion: () => (meta.get('keys_version') as number | undefined) ?? 0,
 
-    getOrCreateSecret: (name, create) =>
-      durable(
-        root.transaction(() => {
-          const existing = meta.get(`secret:${name}`) as Uint8Array | undefined
-          if (existing !== undefined) return Buffer.from(existing)
-          const secret = create()
-          meta.put(`secret:${name}`, secret)
-          return secret
-        }),
-      ),
     schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
 
     flushed: async () => {

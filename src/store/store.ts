@@ -31,6 +31,8 @@ export interface SessionRecord {
   /** SHA-256 of the token it replaced, and when, for the reuse grace */
   previousHash: string | null
   rotatedAt: number | null
+  /** the live token sealed under the previous one (only its holder can open it), for the grace */
+  sealedSuccessor?: string
   /** how many times the refresh token has rotated */
   generation: number
 }
@@ -105,8 +107,6 @@ export interface Store {
   keysVersion(): number
 
   // meta
-  /** a 32-byte secret created once, for MACs kept apart from session records */
-  getOrCreateSecret(name: string, create: () => Buffer): Promise<Buffer>
   schemaVersion(): number
 
   /** waits until everything committed so far is on disk */

@@ -2,13 +2,12 @@
  * Refresh tokens and the rotation decision, without HTTP or a store: token shape, what the
  * store may hold, and every branch of decideRefresh at its boundaries.
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import t from 'tap'
-import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, successorToken, type SessionPolicy } from '../../src/core/sessions.js'
+import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, openSuccessor, REFRESH_TOKEN, sealSuccessor, type SessionPolicy } from '../../src/core/sessions.js'
 import type { SessionRecord } from '../../src/store/store.js'
 
 const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
-const secret = randomBytes(32)
 const T0 = 1_700_000_000_000
 
 function session(token: string, over: Partial<SessionRecord> = {}): SessionRecord {
@@ -29,7 +28,7 @@ function session(token: string, over: Partial<SessionRecord> = {}): SessionRecor
 }
 
 const present = (token: string) => ({ token, hash: hashToken(token) })
-const ctx = (now: number) => ({ now, secret, policy })
+const ctx = (now: number) => ({ now, policy })
 
 t.test('refresh tokens are 256 bits from the CSPRNG, base64url, all different', async (t) => {
   const seen = new Set<string>()
@@ -50,9 +49,21 @@ t.test('the store form of a token is its SHA-256, which does not replay', async 
   // a stored hash has the shape of a token, but presented as one it is hashed again, to a
   // hash the store does not hold (test/store/refresh-session.test.ts presents one)
   t.not(hashToken(hashToken(tok)), hashToken(tok))
-  const succ = successorToken(secret, tok)
-  t.match(succ, REFRESH_TOKEN, 'a successor is a token of the same shape')
-  t.not(succ, successorToken(randomBytes(32), tok), 'and depends on the secret')
+})
+
+t.test('a sealed successor opens only with the token it replaced', async (t) => {
+  const previous = newRefreshToken()
+  const successor = newRefreshToken()
+  const sealed = sealSuccessor(previous, successor)
+  t.notOk(sealed.includes(successor), 'the sealed form does not hold the token in the clear')
+  t.equal(openSuccessor(previous, sealed), successor)
+  t.equal(openSuccessor(newRefreshToken(), sealed), null, 'another token cannot open it')
+  t.equal(openSuccessor(hashToken(previous), sealed), null, 'nor can the stored hash of the previous token')
+  const tampered = Buffer.from(sealed, 'base64url')
+  tampered[14] ^= 1
+  t.equal(openSuccessor(previous, tampered.toString('base64url')), null, 'a tampered seal does not open')
+  t.equal(openSuccessor(previous, 'short'), null)
+  t.not(sealSuccessor(previous, successor), sealed, 'each seal has its own IV')
 })
 
 t.test('isLive: idle and absolute expiry, both exclusive', async (t) => {
@@ -83,9 +94,11 @@ t.test('decideRefresh: the live token rotates to its successor', async (t) => {
     lastUsedAt: T0 + 5000,
     previousHash: hashToken(rt0),
     refreshHash: hashToken(rt1),
+    sealedSuccessor: d.session.sealedSuccessor,
     rotatedAt: T0 + 5000,
     generation: 1,
   })
+  t.equal(openSuccessor(rt0, d.session.sealedSuccessor!), rt1, 'the successor is sealed under the token it replaced')
   t.notOk(JSON.stringify(d.session).includes(rt1), 'the new record holds no token')
   t.notOk(JSON.stringify(d.session).includes(rt0))
 })
@@ -107,9 +120,9 @@ t.test('decideRefresh: within the grace the previous token gets the same success
 t.test('decideRefresh: with a zero grace any second presentation is a reuse', async (t) => {
   const rt0 = newRefreshToken()
   const zero = { ...policy, reuseGraceMs: 0 }
-  const first = decideRefresh(session(rt0), present(rt0), { now: T0, secret, policy: zero })
+  const first = decideRefresh(session(rt0), present(rt0), { now: T0, policy: zero })
   if (first.action !== 'rotate') throw new Error('not rotated')
-  t.equal(decideRefresh(first.session, present(rt0), { now: T0 + 1, secret, policy: zero }).result.kind, 'reuse')
+  t.equal(decideRefresh(first.session, present(rt0), { now: T0 + 1, policy: zero }).result.kind, 'reuse')
 })
 
 t.test('decideRefresh: a token two rotations back is a reuse even inside the grace', async (t) => {
@@ -127,8 +140,10 @@ t.test('decideRefresh: the grace does not hold when the record was tampered (suc
   if (d1.action !== 'rotate') throw new Error('not rotated')
   const other = { ...d1.session, refreshHash: hashToken(newRefreshToken()) }
   t.equal(decideRefresh(other, present(rt0), ctx(T0 + 1)).result.kind, 'reuse')
-  const otherSecret = decideRefresh(d1.session, present(rt0), { now: T0 + 1, secret: randomBytes(32), policy })
-  t.equal(otherSecret.result.kind, 'reuse', 'a successor under another secret is not the live one')
+  const reSealed = { ...d1.session, sealedSuccessor: sealSuccessor(newRefreshToken(), newRefreshToken()) }
+  t.equal(decideRefresh(reSealed, present(rt0), ctx(T0 + 1)).result.kind, 'reuse', 'a seal that does not open with the token is no grace')
+  const { sealedSuccessor: _, ...unsealed } = d1.session
+  t.equal(decideRefresh(unsealed, present(rt0), ctx(T0 + 1)).result.kind, 'reuse', 'nor is a record without a seal')
 })
 
 t.test('decideRefresh: an expired session is revoked whatever token is shown', async (t) => {

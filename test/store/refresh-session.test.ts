@@ -5,14 +5,12 @@
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { decideRefresh, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { SessionRecord, Store, UserRecord } from '../../src/store/store.js'
 
 const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
-const secret = randomBytes(32)
 const T0 = 1_700_000_000_000
 
 async function openStore(t: Test): Promise<Store> {
@@ -46,7 +44,7 @@ async function newSession(store: Store, userId = 'u1', id = `s${Math.random().to
 }
 
 const refresh = (store: Store, token: string, now = T0): Promise<RefreshOutcome> =>
-  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, secret, policy }))
+  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }))
 
 async function rotate(store: Store, token: string, now = T0): Promise<string> {
   const out = await refresh(store, token, now)
@@ -85,7 +83,7 @@ t.test('concurrent refreshes past the grace: one rotation, and the rest end the 
   const zero = { ...policy, reuseGraceMs: 0 }
   const outs = await Promise.all(
     Array.from({ length: 20 }, (_, i) =>
-      store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now: T0 + i, secret, policy: zero })),
+      store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now: T0 + i, policy: zero })),
     ),
   )
   const kinds = outs.map((o) => o.kind)
