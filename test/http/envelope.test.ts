@@ -88,7 +88,7 @@ t.test('answers 413 for a body over the limit, whether declared, chunked without
   t.equal(declared.headers.connection, 'close')
   t.ok(declared.closedByServer, 'and the connection is closed')
 
-  const parts = [`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`]
+  const parts: Array<string | Buffer> = [`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`]
   for (let i = 0; i < 40; i++) parts.push(chunk('x'.repeat(1024)))
   parts.push('0\r\n\r\n')
   const chunked = await rawRequest(app.port, parts, { gapMs: 2 })
