@@ -154,11 +154,16 @@ t.test('answers 401 "Invalid email or password" for an unknown email, a wrong pa
     ['an email too long to be a store key', { email: `${'a'.repeat(5000)}@example.com`, password: PASSWORD }],
     ['an email that is not an email', { email: 'not an email', password: PASSWORD }],
   ]
+  const watch = watchArgon2(t)
   for (const [name, json] of cases) {
     await t.test(name, async (t) => {
       const runs = app.hasher.runs
+      watch.ran.length = 0
       isInvalidCredentials(t, await login(app, json))
       t.equal(app.hasher.runs, runs + 1, 'exactly one argon2 verification ran')
+      // the same work whatever the reason (unknown emails run the dummy): the same time
+      t.equal(watch.ran.length, 1)
+      t.same(parseHashParams(watch.ran[0]!), { memoryKib: 19456, timeCost: 2, parallelism: 1 }, 'at the configured parameters')
     })
   }
 })
