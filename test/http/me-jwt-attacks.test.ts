@@ -145,6 +145,12 @@ for (const alg of ['ES256', 'RS256'] as const) {
     attack('rejects a signature of the right length but all zero bytes', () => `${h}.${p}.${Buffer.alloc(alg === 'ES256' ? 64 : 256).toString('base64url')}`)
     attack('rejects a DER-encoded signature', () => `${h}.${p}.${Buffer.concat([Buffer.from([0x30, 0x44, 0x02, 0x20]), Buffer.alloc(32, 1), Buffer.from([0x02, 0x20]), Buffer.alloc(32, 1)]).toString('base64url')}`)
     attack('rejects a signature with padding characters', () => `${h}.${p}.${s}==`)
+    attack('rejects a second spelling of the valid signature (spare base64url bits set)', () => {
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+      const respelled = s.slice(0, -1) + alphabet[alphabet.indexOf(s.at(-1)!) ^ 1]
+      if (!Buffer.from(respelled, 'base64url').equals(Buffer.from(s, 'base64url'))) throw new Error('not the same signature bytes')
+      return `${h}.${p}.${respelled}`
+    })
     attack('rejects a token of four segments', () => `${token}.${s}`)
     attack('rejects a token of five segments (JWE shape)', () => `${h}.${p}.${s}.${s}.${s}`)
     attack('rejects a JSON-serialized (flattened) JWS', () => JSON.stringify({ protected: h, payload: p, signature: s }))
