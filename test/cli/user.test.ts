@@ -1,5 +1,7 @@
 import t from 'tap'
 import argon2 from 'argon2'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
 
@@ -87,7 +89,8 @@ t.test('user list and show: a table by default, one JSON document with --json', 
   t.equal(unknown.stderr, 'authctl: No user with email or id "nobody@example.com".\n')
   t.equal(unknown.stdout, '', '--json prints nothing on failure')
 
-  const emptyDir = t.testdir()
+  const emptyDir = join(dir, 'empty')
+  mkdirSync(emptyDir)
   const none = await ctlFor(emptyDir)(['user', 'list'])
   t.equal(none.stdout, 'No users.\n')
 })

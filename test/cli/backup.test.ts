@@ -1,0 +1,95 @@
+import t from 'tap'
+import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { call, spawnDaemon } from '../helpers/app.js'
+import { ctlFor, PASSWORD } from './run.js'
+
+// the daemon serves a stream of logins from one address during the backup
+const ENV = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '100000/1m' }
+
+t.test('a backup taken while the daemon serves logins restores to a store where those users log in', async (t) => {
+  const base = t.testdir()
+  const live = join(base, 'live')
+  mkdirSync(live, { mode: 0o700 })
+  const daemon = await spawnDaemon(t, live, ENV)
+  const ctl = ctlFor(live)
+  const emails = ['ann@example.com', 'bob@example.com', 'cat@example.com']
+  const tokens = new Map<string, string>()
+  for (const email of emails) {
+    const r = await call(daemon.url, 'POST', '/api/auth/register', { json: { email, password: PASSWORD } })
+    t.equal(r.status, 201)
+    tokens.set(email, r.body.data.accessToken)
+  }
+
+  // logins, two at a time, until the backup is done (bounded in count)
+  let backupDone = false
+  let logins = 0
+  const failures: number[] = []
+  const loop = async (): Promise<void> => {
+    for (let i = 0; i < 400 && !backupDone; i++) {
+      const r = await call(daemon.url, 'POST', '/api/auth/login', { json: { email: emails[i % emails.length], password: PASSWORD } })
+      if (r.status === 200) logins++
+      else failures.push(r.status)
+    }
+  }
+  const loops = [loop(), loop()]
+  await new Promise((r) => setTimeout(r, 150))
+  const file = join(base, 'authd-backup.mdb')
+  const backup = await ctl(['backup', file, '--json'])
+  const loginsDuringBackup = logins
+  backupDone = true
+  await Promise.all(loops)
+  t.equal(backup.code, 0, backup.stderr)
+  t.same(failures, [], 'every login succeeded while the backup ran')
+  t.ok(loginsDuringBackup > 0, `the daemon was serving logins (${loginsDuringBackup} before the backup finished)`)
+  const doc = backup.json()
+  t.equal(doc.file, file)
+  t.equal(doc.bytes, statSync(file).size)
+  t.ok(statSync(file).isFile(), 'one file')
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only: it holds hashes and private keys')
+
+  // a user made after the backup is not in it
+  t.equal((await ctl(['user', 'add', 'late@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+
+  // restore as the README says: a fresh data directory holding the file as data.mdb, then start
+  const restored = join(base, 'restored')
+  mkdirSync(restored, { mode: 0o700 })
+  copyFileSync(file, join(restored, 'data.mdb'))
+  const second = await spawnDaemon(t, restored, ENV)
+  for (const email of emails) {
+    const r = await call(second.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+    t.equal(r.status, 200, `${email} logs in on the restored store`)
+    const me = await call(second.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken}` } })
+    t.equal(me.body.data.email, email)
+    // the signing keys came along: a token issued before the backup still verifies
+    const old = await call(second.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${tokens.get(email)}` } })
+    t.equal(old.status, 200, `${email}: an access token from before the backup verifies on the restored store`)
+  }
+  const late = await call(second.url, 'POST', '/api/auth/login', { json: { email: 'late@example.com', password: PASSWORD } })
+  t.equal(late.status, 401, 'the store is the copy at backup time')
+  const users = await ctlFor(restored)(['user', 'list', '--json'])
+  t.same(users.json().users.map((u: { email: string }) => u.email).sort(), emails)
+})
+
+t.test('backup refuses to overwrite a file and names a missing directory', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const existing = join(dir, 'existing.mdb')
+  writeFileSync(existing, 'an older backup')
+  const over = await ctl(['backup', existing])
+  t.equal(over.code, 1)
+  t.equal(over.stderr, `authctl: ${existing} already exists: a backup never overwrites a file, choose a new name.\n`)
+  t.equal(statSync(existing).size, 'an older backup'.length, 'untouched')
+
+  const missing = await ctl(['backup', join(dir, 'no', 'such', 'b.mdb')])
+  t.equal(missing.code, 1)
+  t.equal(missing.stderr, `authctl: Directory ${join(dir, 'no', 'such')} does not exist.\n`)
+
+  const relative = await ctl(['backup', 'relative.mdb'])
+  t.equal(relative.code, 0, 'a relative name is taken from the working directory')
+  t.equal(relative.stdout, `Backed up the store to ${join(dir, 'relative.mdb')} (${statSync(join(dir, 'relative.mdb')).size} bytes, ${/(\d+) ms/.exec(relative.stdout)?.[1]} ms).\nIt holds password hashes and private keys: keep it as private as the data directory.\n`)
+
+  const noArg = await ctl(['backup'])
+  t.equal(noArg.code, 2)
+})

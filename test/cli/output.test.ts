@@ -1,0 +1,27 @@
+import t from 'tap'
+import { cell, formatTable, iso, renderJson, renderView, shortTime } from '../../src/cli/output.js'
+
+t.test('tables align columns by characters, not bytes, and trim trailing space', async (t) => {
+  t.equal(
+    formatTable(['ID', 'EMAIL', 'N'], [['a', 'ünïcode@example.com', '1'], ['bbbb', 'x@y', '22']]),
+    'ID    EMAIL                N\na     ünïcode@example.com  1\nbbbb  x@y                  22\n',
+  )
+  t.equal(formatTable(['A', 'B'], [['x', '']]), 'A  B\nx\n')
+})
+
+t.test('cells escape control characters and cut long text', async (t) => {
+  t.equal(cell('curl\u001b[2J\r\n'), 'curl\\x1b[2J\\x0d\\x0a')
+  t.equal(cell('abcdef', 4), 'abc…')
+  t.equal(cell('abcd', 4), 'abcd')
+})
+
+t.test('views and JSON', async (t) => {
+  t.equal(renderView({ table: { columns: ['A'], rows: [] }, empty: 'Nothing.' }), 'Nothing.\n')
+  t.equal(renderView({ fields: [['id', '1'], ['email', 'a@b']], note: 'Done.' }), 'id:    1\nemail: a@b\nDone.\n')
+  t.equal(renderView({ lines: ['one', 'two'] }), 'one\ntwo\n')
+  t.equal(renderJson({ a: [1] }), '{\n  "a": [\n    1\n  ]\n}\n')
+  t.equal(iso(Date.UTC(2025, 2, 4, 9, 5, 0, 7)), '2025-03-04T09:05:00.007Z')
+  t.equal(iso(null), null)
+  t.equal(shortTime(Date.UTC(2025, 2, 4, 9, 5, 0, 7)), '2025-03-04T09:05:00Z')
+  t.equal(shortTime(null), '-')
+})

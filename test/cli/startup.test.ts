@@ -1,0 +1,55 @@
+/**
+ * Start-up cost: authctl commands load only what they use. Ink and React (~300 ms) load only for
+ * `authctl tui`; LMDB, argon2 and undici only inside the commands that need them.
+ */
+import t, { type Test } from 'tap'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { runCtl } from './run.js'
+
+const TRACE = fileURLToPath(new URL('./fixtures/trace-imports.mjs', import.meta.url))
+
+async function modulesOf(t: Test, args: string[], input = ''): Promise<{ code: number | null; packages: Set<string> }> {
+  const dir = t.testdir()
+  const log = join(dir, 'imports.log')
+  const r = await runCtl(args, { cwd: dir, input, nodeArgs: ['--import', TRACE], env: { AUTHCTL_IMPORT_LOG: log } })
+  const urls = readFileSync(log, 'utf8').trim().split('\n')
+  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => p !== undefined))
+  t.ok(urls.some((u) => u.endsWith('/dist/cli/main.js')), 'the trace saw authctl load')
+  return { code: r.code, packages }
+}
+
+const HEAVY = ['ink', 'react', '@inkjs/ui', 'lmdb', 'argon2', 'undici', 'jsonwebtoken', 'pino', '@zxcvbn-ts/language-common']
+
+t.test('authctl --help loads commander and nothing heavy', async (t) => {
+  const { code, packages } = await modulesOf(t, ['--help'])
+  t.equal(code, 0)
+  t.ok(packages.has('commander'))
+  for (const p of HEAVY) t.notOk(packages.has(p), `--help does not load ${p}`)
+})
+
+t.test('user list loads LMDB but not argon2, undici or Ink', async (t) => {
+  const dir = t.testdir()
+  const { code, packages } = await modulesOf(t, ['user', 'list', '--data', dir])
+  t.equal(code, 0)
+  t.ok(packages.has('lmdb'))
+  for (const p of ['ink', 'react', 'argon2', 'undici', 'jsonwebtoken', '@zxcvbn-ts/language-common']) t.notOk(packages.has(p), `user list does not load ${p}`)
+})
+
+t.test('user add loads argon2 and the common-password list, not undici or Ink', async (t) => {
+  const dir = t.testdir()
+  const { code, packages } = await modulesOf(t, ['user', 'add', 'ann@example.com', '--password-stdin', '--data', dir], 'correct horse battery\n')
+  t.equal(code, 0)
+  t.ok(packages.has('argon2'))
+  t.ok(packages.has('@zxcvbn-ts/language-common'))
+  for (const p of ['ink', 'react', 'undici', 'jsonwebtoken']) t.notOk(packages.has(p), `user add does not load ${p}`)
+})
+
+t.test('smoke loads undici, not LMDB, argon2 or Ink', async (t) => {
+  // nothing listens on port 9 of the loopback: the login step fails, which is enough here
+  const { code, packages } = await modulesOf(t, ['smoke', '--url', 'http://127.0.0.1:9', '--email', 'a@example.com', '--password-stdin'], 'pw\n')
+  t.equal(code, 1)
+  t.ok(packages.has('undici'))
+  for (const p of ['ink', 'react', 'lmdb', 'argon2', 'jsonwebtoken']) t.notOk(packages.has(p), `smoke does not load ${p}`)
+})
