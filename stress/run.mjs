@@ -10,7 +10,7 @@
  * reported, not judged). Every loop is bounded in count and time; the whole run is cut at 15 min.
  */
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closeAgents } from './lib/http.mjs'
@@ -92,6 +92,8 @@ for (const [i, c] of CASES.entries()) {
   closeAgents()
   killAllDaemons()
   result.seconds = (performance.now() - t0) / 1000
+  // the machine is shared: the load average says how busy it was (2 cores: above 2, others wait)
+  result.load = loadAverage()
   results.push(result)
   console.log(formatLine(result))
 }
@@ -117,4 +119,8 @@ function newest(dir) {
     if (e.isFile()) t = Math.max(t, statSync(join(e.parentPath ?? e.path, e.name)).mtimeMs)
   }
   return t
+}
+
+function loadAverage() {
+  return Math.round(loadavg()[0] * 10) / 10
 }

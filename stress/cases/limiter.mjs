@@ -7,10 +7,10 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { startDaemon, readLogLines, sleep } from '../lib/daemon.mjs'
+import { collectGarbage, startDaemon, readLogLines, sleep } from '../lib/daemon.mjs'
 import { agentFor, loopbackAddress, RawConnection, request } from '../lib/http.mjs'
 import { login, register } from '../lib/auth.mjs'
-import { metric, scrape } from '../lib/metrics.mjs'
+import { histogramQuantile, metric, scrape } from '../lib/metrics.mjs'
 import { password } from '../lib/secrets.mjs'
 import { mb, percentile, pool, round } from '../lib/stats.mjs'
 import { check, info, timingCheck } from '../lib/report.mjs'
@@ -101,9 +101,16 @@ export async function run({ scale, dir, say }) {
     stop = true
     await Promise.all(busy)
     const p99 = percentile(ms, 99)
+    // the daemon's own view: its request-duration histogram, for these 429s only
+    const server = histogramQuantile(before, after, 'authd_http_request_duration_seconds', { route: '/api/auth/login', status: '429' }, 0.99)
     const hashesDuring = metric(after, 'authd_login_total', { outcome: 'unknown_user' }) - metric(before, 'authd_login_total', { outcome: 'unknown_user' })
-    say(`limiter: 429 p99 ${round(p99, 2)} ms (p50 ${round(percentile(ms, 50), 2)}) while ${hashesDuring} hashes ran; background logins done ${busyDone}`)
-    figures.push(timingCheck(scale)('429 p99 busy', round(p99, 2), '<=', 5, 'ms'), check('probes refused', refused, '=', cfg.probes), info('hashes meanwhile', hashesDuring))
+    say(`limiter: 429 p99 ${round(p99, 2)} ms at the client (p50 ${round(percentile(ms, 50), 2)}), ≤ ${server.bound * 1000} ms in the daemon over ${server.total}, while ${hashesDuring} hashes ran`)
+    figures.push(
+      timingCheck(scale)('429 p99 busy', round(p99, 2), '<=', 5, 'ms'),
+      info('in the daemon ≤', server.bound * 1000, 'ms'),
+      check('probes refused', refused, '=', cfg.probes),
+      info('hashes meanwhile', hashesDuring),
+    )
   }
 
   // (e) distributed stuffing: N accounts × 1 attempt from few addresses, under every limit
@@ -143,10 +150,14 @@ export async function run({ scale, dir, say }) {
   {
     const keysDir = join(dir, 'keys-data')
     mkdirSync(keysDir, { recursive: true })
-    const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1' }
+    // the snapshot signal is how the case makes the daemon collect garbage before measuring
+    const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1', NODE_OPTIONS: '--heapsnapshot-signal=SIGUSR2' }
     if (cfg.maxKeys !== null) env.AUTHD_RATE_LIMIT_MAX_KEYS = String(cfg.maxKeys)
     const k = await startDaemon({ dataDir: keysDir, logFile: join(dir, 'authd-keys.log'), env })
     const maxKeys = cfg.maxKeys ?? 100_000
+    // (a heap snapshot leaves RSS inflated: the first one comes before the RSS baseline)
+    await collectGarbage(k, keysDir)
+    const heapBefore = metric(await scrape(k.url), 'authd_nodejs_heap_size_used_bytes')
     // warm up the request path before the baseline
     const warm = new RawConnection(k.port)
     await warm.ready
@@ -175,20 +186,25 @@ export async function run({ scale, dir, say }) {
     const seconds = (performance.now() - t0) / 1000
     await sleep(500)
     const rssAfter = k.rss()
-    const m = await scrape(k.url)
-    const gauge = metric(m, 'authd_rate_limit_keys')
+    await collectGarbage(k, keysDir)
+    const heapAfter = metric(await scrape(k.url), 'authd_nodejs_heap_size_used_bytes')
     const sent = Object.values(statuses).reduce((a, b) => a + b, 0)
-    const held = statuses[401] ?? 0 // each 401 (no cookie) is a request the limiter counted under a new key
+    // Each 401 (no cookie) is a request the limiter counted, each under a new key, and the
+    // warm-up used 20 keys; a 429 added none. A limiter that evicted live keys to make room
+    // would answer more than max_keys of these 401s.
+    const held = (statuses[401] ?? 0) + 20
     const healthy = (await request(k.url, 'GET', '/healthz')).status
     await k.stop()
-    say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; gauge ${gauge}; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
+    say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; live heap ${mb(heapBefore)} → ${mb(heapAfter)} MB; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
     figures.push(
       check('distinct keys', sent, '>=', cfg.keys),
-      check('keys held', Math.max(held, gauge), '<=', maxKeys),
-      check('limiter RSS', mb(rssAfter - rssBefore), '<=', 64, 'MB'),
+      check('keys held', held, '<=', maxKeys),
+      // what the keys hold: the live heap after a full collection (RSS also carries V8's headroom)
+      check('keys memory', mb(heapAfter - heapBefore), '<=', 64, 'MB'),
+      info('RSS growth', mb(rssAfter - rssBefore), 'MB'),
       check('healthz after', healthy, '=', 200),
     )
-    extra.keys = { statuses, gauge, seconds, rssBefore, rssAfter }
+    extra.keys = { statuses, held, seconds, rssBefore, rssAfter, heapBefore, heapAfter }
   }
 
   return { figures, extra }

@@ -3,7 +3,7 @@
  * directory, loopback only, its output appended to a log file the hygiene case reads later.
  */
 import { spawn } from 'node:child_process'
-import { createWriteStream, readFileSync } from 'node:fs'
+import { createWriteStream, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { get } from './http.mjs'
@@ -145,4 +145,29 @@ export function readLogLines(file) {
     }
   }
   return out
+}
+
+/**
+ * Forces a full garbage collection in a daemon started with
+ * NODE_OPTIONS=--heapsnapshot-signal=SIGUSR2 (a heap snapshot collects garbage first), waits for
+ * the snapshot to be written, and deletes it. What the heap holds afterwards is live data.
+ */
+export async function collectGarbage(daemon, dataDir, timeoutMs = 60_000) {
+  const snapshots = () => readdirSync(dataDir).filter((f) => f.endsWith('.heapsnapshot'))
+  const before = new Set(snapshots())
+  process.kill(daemon.pid, 'SIGUSR2')
+  const started = performance.now()
+  let file
+  let size = -1
+  while (performance.now() - started < timeoutMs) {
+    await sleep(250)
+    file ??= snapshots().find((f) => !before.has(f))
+    if (file === undefined) continue
+    const now = statSync(join(dataDir, file)).size
+    // written when it stops growing and the daemon answers again
+    if (now === size && now > 0 && (await get(daemon.url, '/healthz', { timeoutMs: 5000 }).catch(() => null))?.status === 200) break
+    size = now
+  }
+  if (file === undefined) throw new Error('no heap snapshot appeared: was the daemon started with --heapsnapshot-signal?')
+  rmSync(join(dataDir, file), { force: true })
 }

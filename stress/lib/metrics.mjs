@@ -26,3 +26,23 @@ export function metric(m, name, labels = {}) {
   }
   return sum
 }
+
+/**
+ * From two scrapes, the bucket bound (seconds) under which `share` of a histogram's new
+ * observations fell, for the series matching `labels`; Infinity if beyond the last bucket.
+ */
+export function histogramQuantile(before, after, name, labels, share) {
+  const buckets = new Map()
+  for (const [k, v] of Object.entries(after)) {
+    if (!k.startsWith(`${name}_bucket{`)) continue
+    if (!Object.entries(labels).every(([lk, lv]) => k.includes(`${lk}="${lv}"`))) continue
+    const le = /le="([^"]+)"/.exec(k)[1]
+    const bound = le === '+Inf' ? Infinity : Number(le)
+    buckets.set(bound, (buckets.get(bound) ?? 0) + v - (before[k] ?? 0))
+  }
+  const sorted = [...buckets.entries()].sort((a, b) => a[0] - b[0])
+  const total = sorted.at(-1)?.[1] ?? 0
+  if (total === 0) return { bound: NaN, total: 0 }
+  for (const [bound, cum] of sorted) if (cum >= share * total) return { bound, total }
+  return { bound: Infinity, total }
+}
