@@ -128,6 +128,7 @@ function raw(url: string, bytes: string): Promise<Reply> {
 }
 
 t.test('the description is a well-formed OpenAPI 3.1 document whose failures name their messages', async (t) => {
+  t.match(readFileSync(new URL('../../README.md', import.meta.url), 'utf8'), /\]\(docs\/openapi\.yaml\)/, 'the README links it')
   t.equal(doc.openapi, '3.1.0')
   t.match(doc.info, { title: 'authd', version: String })
   const ids = new Set<string>()

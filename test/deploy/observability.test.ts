@@ -1,0 +1,176 @@
+/**
+ * docs/observability.md is the operator's reference for metrics and logs: it is held to the
+ * metrics registry, to the log calls in the source, and to the lines a real daemon writes.
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { createMetrics } from '../../src/http/metrics.js'
+import { call, CookieJar, ROOT } from '../helpers/app.js'
+import { startAuthd } from '../clients/daemon.js'
+
+const doc = readFileSync(join(ROOT, 'docs/observability.md'), 'utf8')
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+
+/** rows of the markdown table between `<!-- name:start -->` and `<!-- name:end -->`, cells split */
+function table(name: string): string[][] {
+  const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(doc)
+  if (m === null) throw new Error(`docs/observability.md has no ${name} table`)
+  return m[1]!
+    .split('\n')
+    .filter((l) => l.startsWith('| `'))
+    .map((l) => l.slice(1, -1).split(' | ').map((c) => c.trim()))
+}
+const ticked = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
+
+/** the source of the daemon (not authctl or the terminal UI) */
+function daemonSource(): string {
+  const out: string[] = []
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name)
+      if (statSync(p).isDirectory()) {
+        if (!['cli', 'tui'].includes(name)) walk(p)
+      } else if (p.endsWith('.ts')) out.push(readFileSync(p, 'utf8'))
+    }
+  }
+  walk(join(ROOT, 'src'))
+  return out.join('\n')
+}
+const authService = readFileSync(join(ROOT, 'src/core/auth-service.ts'), 'utf8')
+const union = (re: RegExp): string[] => ticked(re.exec(authService)![1]!.replace(/'([^']+)'/g, '`$1`'))
+
+t.test('the README links the observability reference', async (t) => {
+  t.match(readme, /\]\(docs\/observability\.md\)/)
+})
+
+t.test('the metrics table lists exactly the registry, with types, labels and every label value', async (t) => {
+  const metrics = createMetrics({ processMetrics: false })
+  const registered = await metrics.registry.getMetricsAsJSON()
+  const rows = table('metrics-table')
+  t.same(rows.map((r) => ticked(r[0]!)[0]).sort(), registered.map((m) => m.name).sort(), 'one row per metric')
+  for (const m of registered) {
+    const row = rows.find((r) => ticked(r[0]!)[0] === m.name)!
+    t.equal(row[1], m.type, `${m.name} type`)
+    const labels = (metrics.registry.getSingleMetric(m.name) as unknown as { labelNames: string[] }).labelNames
+    for (const l of labels) t.ok(ticked(row[2]!).includes(l), `${m.name} label ${l} documented`)
+  }
+  // the label values the use-cases report, read from their declarations in the source
+  const values: Record<string, string[]> = {
+    authd_login_total: union(/export type LoginOutcome = ([^\n]+)/),
+    authd_me_total: union(/export type MeOutcome = ([^\n]+)/),
+    authd_refresh_total: union(/export type RefreshMetric = ([^\n]+)/),
+    authd_register_total: union(/register\(outcome: ([^)]+)\): void/),
+    authd_rate_limited_total: [...new Set([...authService.matchAll(/(?:rateLimited\(|loginRefused\([^,]+, )'([a-z_.]+)'/g)].map((m) => m[1]!))],
+  }
+  for (const [name, list] of Object.entries(values)) {
+    t.ok(list.length >= 3, `${name}: values found in the source`)
+    const row = rows.find((r) => ticked(r[0]!)[0] === name)!
+    t.same(ticked(row[2]!).slice(1).sort(), [...list].sort(), `${name}: label values`)
+  }
+  // the process metrics are the two families the page names
+  const all = await createMetrics({}).registry.getMetricsAsJSON()
+  const families = all.map((m) => m.name).filter((n) => !registered.some((r) => r.name === n))
+  t.ok(families.length > 10)
+  t.same(families.filter((n) => !/^authd_(process|nodejs)_/.test(n)), [], 'process metrics are authd_process_* and authd_nodejs_*')
+})
+
+t.test('the event table lists exactly the events the daemon logs', async (t) => {
+  const inSource = [...new Set([...daemonSource().matchAll(/event: '([a-z_]+)'/g)].map((m) => m[1]!))].sort()
+  t.same(table('log-events').map((r) => ticked(r[0]!)[0]).sort(), inSource)
+})
+
+t.test("a real daemon's log lines are the documented ones, field by field, and carry no secret", async (t) => {
+  const events = new Map(
+    table('log-events').map((r) => [
+      ticked(r[0]!)[0]!,
+      {
+        level: r[1]!,
+        msgs: ticked(r[2]!).map((m) => new RegExp(`^${m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/<\w+>/g, '\\S+')}$`)),
+        fields: new Set(ticked(r[3]!)),
+      },
+    ]),
+  )
+  const dir = join(t.testdir(), 'data')
+  const authd = await startAuthd(t, dir, {
+    env: { AUTHD_SESSIONS_REUSE_GRACE: '0s', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/1m', AUTHD_RATE_LIMIT_REGISTER_PER_IP: '2/1m' },
+  })
+  const password = 'correct horse battery staple'
+  const json = (body: unknown): { json: unknown } => ({ json: body })
+  const jar = new CookieJar('__Secure-authd_rt')
+  const secrets: string[] = [password, 'wrong password 1']
+
+  const reg = await call(authd.url, 'POST', '/api/auth/register', json({ email: 'log@example.com', password }))
+  jar.take(reg)
+  secrets.push(reg.body.data.accessToken, jar.value!)
+  t.equal((await call(authd.url, 'POST', '/api/auth/register', json({ email: 'log2@example.com', password }))).status, 201)
+  t.equal((await call(authd.url, 'POST', '/api/auth/register', json({ email: 'log3@example.com', password }))).status, 429)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login', json({}))).status, 400)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login', json({ email: 'nobody@example.com', password: 'wrong password 1' }))).status, 401)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log@example.com', password: 'wrong password 1' }))).status, 401)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log@example.com', password: 'wrong password 1' }))).status, 401)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log@example.com', password: 'wrong password 1' }))).status, 429)
+  const login = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
+  secrets.push(login.body.data.accessToken)
+  t.equal((await call(authd.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${login.body.data.accessToken}` } })).status, 200)
+  const used = jar.value!
+  const refreshed = await call(authd.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  t.equal(refreshed.status, 200)
+  jar.take(refreshed)
+  secrets.push(jar.value!)
+  const replay = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie: `__Secure-authd_rt=${used}` } })
+  t.equal(replay.status, 401, 'a replayed refresh token ends the session')
+  // (log@example.com is locked out by the failures above for a minute: log2 signs in and out)
+  const again = new CookieJar('__Secure-authd_rt')
+  for (const body of [undefined, { all: true }]) {
+    const r = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
+    t.equal(r.status, 200)
+    again.take(r)
+    t.equal((await call(authd.url, 'POST', '/api/auth/logout', { json: body, headers: again.header() })).status, 200)
+  }
+  t.equal(await authd.stop(), 0, 'SIGTERM: a clean stop')
+
+  const lines = authd
+    .output()
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+  const seen = new Set<string>()
+  for (const line of lines) {
+    t.same([line.service, typeof line.time, typeof line.level, typeof line.msg], ['authd', 'string', 'string', 'string'], 'base fields')
+    const { level, time, service, msg, event, ...fields } = line
+    if (event === undefined) {
+      t.equal(msg, 'request', `a line without event is a request line: ${msg}`)
+      t.same(Object.keys(fields).sort(), ['method', 'ms', 'reqId', 'route', 'status'])
+      continue
+    }
+    const documented = events.get(event as string)
+    if (!t.ok(documented, `event ${event} documented`)) continue
+    seen.add(`${event}${fields.outcome === undefined ? '' : `:${fields.outcome}`}${fields.all === true ? ':all' : ''}`)
+    t.equal(level, documented!.level, `${event}: level`)
+    t.ok(documented!.msgs.some((re) => re.test(msg as string)), `${event}: msg "${msg}" documented`)
+    for (const f of Object.keys(fields)) t.ok(documented!.fields.has(f), `${event}: field ${f} documented`)
+  }
+  t.same(
+    [...seen].sort(),
+    [
+      'listening',
+      'login:bad_password',
+      'login:invalid_input',
+      'login:rate_limited',
+      'login:success',
+      'login:unknown_user',
+      'logout',
+      'logout:all',
+      'refresh_reuse',
+      'register:rate_limited',
+      'register:success',
+      'stopped',
+      'stopping',
+    ],
+    'every documented event was written',
+  )
+  const text = authd.output()
+  for (const s of secrets) t.notOk(text.includes(s), 'no password or token in the log')
+  t.notMatch(text, /@example\.com/, 'no email address in the log')
+})

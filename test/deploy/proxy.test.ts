@@ -1,0 +1,116 @@
+/**
+ * config/nginx.conf and config/Caddyfile: they parse, they send what config/auth.toml expects
+ * (authd's address, the public name, X-Forwarded-For from a trusted loopback proxy), they keep
+ * /metrics private; `nginx -t` / `caddy validate` run where those are installed (they are not
+ * installed for the tests' sake).
+ */
+import { spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import ipaddr from 'ipaddr.js'
+import { configFile, installed, parseCaddyfile, parseNginx, readVmConfig, type CaddyLine, type NginxDirective } from './files.js'
+
+const vm = readVmConfig()
+const publicHost = new URL(vm.server.public_url as string).hostname
+const upstream = `${vm.server.host}:${vm.server.port}`
+/** the proxy reaches authd over loopback, so that is the address authd must trust */
+const trusted = (address: string): boolean =>
+  (vm.server.trust_proxy as string[]).some((cidr) => {
+    const ip = ipaddr.parse(address)
+    const [range, bits] = ipaddr.parseCIDR(cidr)
+    return ip.kind() === range.kind() && ip.match(range, bits)
+  })
+
+t.test('config/auth.toml is the production setup the proxies expect', async (t) => {
+  t.equal(new URL(vm.server.public_url as string).protocol, 'https:', 'public_url is the HTTPS front')
+  t.equal(vm.server.host, '127.0.0.1', 'authd listens on loopback only')
+  t.ok(trusted('127.0.0.1') && trusted('::1'), 'the loopback proxy is trusted')
+  t.notOk(trusted('10.0.0.1') || trusted('127.0.0.2'), 'nothing else is')
+  t.notOk('cookie' in vm, 'the cookie keeps its production defaults (Secure, __Secure-)')
+  t.ok((vm.cors.origins as string[]).every((o) => o.startsWith('https://')), 'CORS origins are HTTPS')
+})
+
+const nginxText = readFileSync(configFile('nginx.conf'), 'utf8')
+const find = (list: NginxDirective[] | undefined, name: string, ...args: string[]): NginxDirective[] =>
+  (list ?? []).filter((d) => d.name === name && args.every((a, i) => d.args[i] === a))
+
+t.test('nginx.conf: TLS on 443, a redirect on 80, authd behind it with the client address passed on', async (t) => {
+  const top = parseNginx(nginxText)
+  const up = find(top, 'upstream', 'authd')[0]
+  t.ok(up, 'an upstream named authd')
+  t.same(find(up?.block, 'server').map((d) => d.args[0]), [upstream], 'pointing at authd (server.host:server.port)')
+
+  const servers = find(top, 'server')
+  const plain = servers.find((s) => find(s.block, 'listen', '80').length > 0)
+  t.same(find(plain?.block, 'return').map((d) => d.args), [['301', 'https://$host$request_uri']], 'port 80 only redirects to HTTPS')
+
+  const tls = servers.find((s) => find(s.block, 'listen', '443', 'ssl').length > 0)!
+  t.ok(tls, 'a server on 443 with ssl')
+  t.same(find(tls.block, 'server_name').map((d) => d.args), [[publicHost]], 'named as server.public_url')
+  t.equal(find(tls.block, 'ssl_certificate').length, 1)
+  t.equal(find(tls.block, 'ssl_certificate_key').length, 1)
+  t.same(find(tls.block, 'client_max_body_size').map((d) => d.args), [['16k']], 'the body limit of authd (16kb)')
+
+  const root = find(tls.block, 'location', '/')[0]!
+  t.same(find(root.block, 'proxy_pass').map((d) => d.args), [['http://authd']])
+  const headers = Object.fromEntries(find(root.block, 'proxy_set_header').map((d) => [d.args[0]!.toLowerCase(), d.args[1]]))
+  t.equal(headers['x-forwarded-for'], '$proxy_add_x_forwarded_for', 'X-Forwarded-For ends with the client address nginx saw')
+  t.equal(headers['host'], '$host')
+  t.equal(headers['x-forwarded-proto'], '$scheme')
+
+  const metrics = find(tls.block, 'location', '=', '/metrics')[0]
+  t.same(find(metrics?.block, 'return').map((d) => d.args), [['404']], '/metrics is not served to the internet')
+})
+
+t.test('the nginx parser used above refuses broken input', async (t) => {
+  t.throws(() => parseNginx('server { listen 80; '))
+  t.throws(() => parseNginx('server { listen 80 }'))
+  t.throws(() => parseNginx('}'))
+})
+
+const nginxSkip = installed('nginx') ? false : 'nginx is not installed (it is not installed for the tests); nginx.conf was parsed and checked above'
+const opensslSkip = installed('openssl') ? false : 'openssl is not installed: no certificate for nginx -t'
+
+t.test('nginx -t accepts nginx.conf', { skip: nginxSkip || opensslSkip }, async (t) => {
+  const dir = t.testdir()
+  // a throwaway certificate in place of certbot's (nginx -t opens the files); nothing else changes
+  const cert = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', `/CN=${publicHost}`, '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { encoding: 'utf8' })
+  t.equal(cert.status, 0, cert.stderr)
+  const site = nginxText.replace(/^(\s*ssl_certificate) \S+;/m, `$1 ${join(dir, 'cert.pem')};`).replace(/^(\s*ssl_certificate_key) \S+;/m, `$1 ${join(dir, 'key.pem')};`)
+  writeFileSync(join(dir, 'authd.conf'), site)
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `pid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents {}\nhttp {\n  access_log off;\n  include ${dir}/authd.conf;\n}\n`,
+  )
+  const r = spawnSync('nginx', ['-t', '-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], { encoding: 'utf8', timeout: 30_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stderr, /test is successful/)
+})
+
+const caddyText = readFileSync(configFile('Caddyfile'), 'utf8')
+const directive = (block: CaddyLine[] | undefined, name: string): CaddyLine[] => (block ?? []).filter((l) => l.tokens[0] === name)
+
+t.test('Caddyfile: one site for the public name, authd behind it, /metrics kept private', async (t) => {
+  const sites = parseCaddyfile(caddyText)
+  t.equal(sites.length, 1, 'one site block, no global options')
+  const site = sites[0]!
+  t.same(site.tokens, [publicHost], 'the site address is the public name: Caddy obtains its certificate and redirects HTTP')
+  t.same(directive(site.block, 'reverse_proxy').map((l) => l.tokens.slice(1)), [[upstream]], 'to authd (server.host:server.port)')
+  t.notOk(directive(site.block, 'reverse_proxy')[0]?.block, 'with Caddy\'s defaults: it sets X-Forwarded-For itself')
+  const words = (lines: CaddyLine[] | undefined): string[] => (lines ?? []).flatMap((l) => [...l.tokens, ...words(l.block)])
+  t.notOk(words(sites).includes('trusted_proxies'), 'and trusts no client-sent X-Forwarded-For (no trusted_proxies)')
+  t.same(directive(site.block, 'respond').map((l) => l.tokens.slice(1)), [['/metrics', '404']], '/metrics is not served to the internet')
+  const body = directive(site.block, 'request_body')[0]
+  t.same(directive(body?.block, 'max_size').map((l) => l.tokens.slice(1)), [['16KB']], 'the body limit of authd (16kb)')
+})
+
+t.test('the Caddyfile parser used above refuses broken input', async (t) => {
+  t.throws(() => parseCaddyfile('example.com {\n  reverse_proxy x\n'))
+  t.throws(() => parseCaddyfile('}\n'))
+})
+
+t.test('caddy validate accepts the Caddyfile', { skip: installed('caddy') ? false : 'caddy is not installed (it is not installed for the tests); the Caddyfile was parsed and checked above' }, async (t) => {
+  const r = spawnSync('caddy', ['validate', '--adapter', 'caddyfile', '--config', configFile('Caddyfile')], { encoding: 'utf8', timeout: 60_000 })
+  t.equal(r.status, 0, r.stderr)
+})

@@ -1,0 +1,160 @@
+/**
+ * The README's "Deploy on a VM", followed step by step where a test can: what it installs is in
+ * the package, the paths it uses are the ones the unit and the config use, and authd run as the
+ * unit runs it (config/auth.toml, production defaults) answers readyz, takes the first user from
+ * authctl, passes authctl smoke, believes only its proxy's X-Forwarded-For, backs up, and stops
+ * cleanly on SIGTERM. What only a real VM can do (apt, systemd, certificates) is not run here.
+ */
+import { execFile, spawn } from 'node:child_process'
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { request as httpRequest } from 'node:http'
+import { request } from 'undici'
+import { AUTHCTL_BIN, AUTHD_BIN, ROOT } from '../helpers/app.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { startAuthd } from '../clients/daemon.js'
+import { configFile, readUnit, readVmConfig, value } from './files.js'
+
+const run = promisify(execFile)
+const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+const section = /\n## Deploy on a VM\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? ''
+/** the shell lines of the section's code blocks, continuation lines joined */
+const lines = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.replace(/\\\n\s*/g, '').split('\n').filter((l) => l.trim() !== ''))
+const withoutComment = (l: string): string => l.replace(/\s+#.*$/, '').trim()
+const lineWith = (re: RegExp): string => {
+  const found = lines.find((l) => re.test(l))
+  if (found === undefined) throw new Error(`the README's deploy section has no line matching ${re}`)
+  return withoutComment(found)
+}
+
+const unit = readUnit()
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> }
+const VM_CONFIG = '/etc/authd/auth.toml'
+const PASSWORD = 'a long passphrase for the first admin'
+
+t.test('the section is there, with its steps', async (t) => {
+  t.ok(section.length > 0, 'README has "## Deploy on a VM"')
+  t.ok(lines.length >= 15, 'with its commands')
+  t.match(readme, /\[docs\/observability\.md\]\(docs\/observability\.md\)/, 'and links the observability reference')
+})
+
+t.test('step 1 installs a package that holds everything the later steps use', async (t) => {
+  const install = lineWith(/npm install -g /)
+  t.equal(install, `sudo npm install -g ./${pkg.name}-${pkg.version}.tgz`, 'the tarball npm pack writes')
+  t.same(Object.keys(pkg.bin).sort(), ['authctl', 'authd'], 'global bins: /usr/local/bin/authd and authctl')
+  t.match(value(unit, 'Service', 'ExecStart'), /^\/usr\/local\/bin\/authd /, "the unit runs npm's global authd")
+  const packed = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, timeout: 60_000 })
+  const files = new Set((JSON.parse(packed.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path))
+  const used = [...new Set([...section.matchAll(/\$\(npm root -g\)\/authd\/(config\/[\w.]+)/g)].map((m) => m[1]!))]
+  t.same(used.sort(), ['config/Caddyfile', 'config/auth.toml', 'config/authd.service', 'config/nginx.conf'])
+  for (const f of [...used, 'bin/authd.js', 'bin/authctl.js', 'dist/daemon/main.js', 'dist/cli/main.js', 'README.md']) t.ok(files.has(f), `the package holds ${f}`)
+})
+
+t.test('steps 2 and 3 put the files where the unit looks for them', async (t) => {
+  const useradd = lineWith(/useradd /)
+  t.match(useradd, new RegExp(` ${value(unit, 'Service', 'User')}$`), 'the user the unit runs as')
+  t.match(useradd, /--system/)
+  t.match(useradd, /--shell \/usr\/sbin\/nologin/)
+  t.match(lineWith(/config\/auth\.toml"/), new RegExp(` ${VM_CONFIG}$`), 'the config goes where ExecStart reads it')
+  t.match(value(unit, 'Service', 'ExecStart'), new RegExp(`--config ${VM_CONFIG}$`))
+  t.match(lineWith(/config\/authd\.service"/), / \/etc\/systemd\/system\/authd\.service$/)
+  t.equal(lineWith(/systemctl enable/), 'sudo systemctl enable --now authd')
+  const checked = await run(process.execPath, [AUTHD_BIN, 'check-config', '--config', configFile('auth.toml')], { timeout: 30_000 })
+  t.match(checked.stdout, /public_url = "https:\/\/auth\.example\.com"/, '`authd check-config` accepts config/auth.toml')
+})
+
+t.test('authd, run as the unit runs it, serves the first user and the smoke test', async (t) => {
+  const dir = t.testdir()
+  const data = join(dir, 'data')
+  // ExecStart exactly, but this checkout's authd and config, the store in a temp dir, any free port
+  const [, ...args] = value(unit, 'Service', 'ExecStart')!.split(' ')
+  t.same(args, ['start', '--config', VM_CONFIG])
+  const authd = await startAuthd(t, data, { args: ['--config', configFile('auth.toml')] })
+  t.match(authd.output(), /"dev":false/, 'production mode')
+
+  // step 3: readyz, as the README shows it
+  const readyz = lineWith(/\/readyz/)
+  t.equal(readyz, `curl -s http://${readVmConfig().server.host}:${readVmConfig().server.port}/readyz`)
+  const expected = /\/readyz\s+#\s*(\{.*\})/.exec(lines.find((l) => l.includes('/readyz'))!)![1]!
+  const ready = await request(`${authd.url}/readyz`)
+  t.same(await ready.body.json(), JSON.parse(expected), 'answers what the README says')
+
+  // step 5: the README's authctl lines, as the authd user would run them (password on stdin)
+  const authctl = async (readmeLine: string, extra: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> => {
+    const argv = readmeLine.replace(/^sudo -u authd authctl /, '').split(' ').map((a) => (a === VM_CONFIG ? configFile('auth.toml') : a))
+    return new Promise((resolve) => {
+      const p = spawn(process.execPath, [AUTHCTL_BIN, ...argv, '--data', data, ...extra], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] })
+      let stdout = ''
+      let stderr = ''
+      p.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+      p.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+      const timer = setTimeout(() => p.kill('SIGKILL'), 30_000)
+      p.once('exit', (code) => {
+        clearTimeout(timer)
+        resolve({ code: code ?? -1, stdout, stderr })
+      })
+      p.stdin.end(input)
+    })
+  }
+  const add = lineWith(/authctl .*user add /)
+  t.equal(add, `sudo -u authd authctl --config ${VM_CONFIG} user add admin@example.com`)
+  const added = await authctl(add, ['--password-stdin'], `${PASSWORD}\n`)
+  t.equal(added.code, 0, `authctl user add: ${added.stderr}`)
+
+  const smokeLine = lineWith(/authctl .*smoke /)
+  t.equal(smokeLine, `sudo -u authd authctl --config ${VM_CONFIG} smoke --email admin@example.com`)
+  // on the VM smoke goes through the proxy to public_url; here straight to authd
+  const smoke = await authctl(smokeLine, ['--url', authd.url, '--password-stdin'], `${PASSWORD}\n`)
+  t.equal(smoke.code, 0, `authctl smoke passes: ${smoke.stdout}${smoke.stderr}`)
+  for (const step of ['login', 'me', 'refresh', 'logout', 'refresh_after_logout']) t.match(smoke.stdout, new RegExp(`ok\\s+\\d+ ${step}\\b`), `smoke step ${step}`)
+
+  // step 4: the proxy on loopback is believed about the client's address, nobody else is
+  const loginIp = async (from: string, xff: string): Promise<unknown> => {
+    const before = authd.output().length
+    // node:http, which binds the client socket to `from` (any 127.x address is this machine)
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const body = JSON.stringify({ email: 'someone@example.com', password: 'not the password' })
+      const req = httpRequest(`${authd.url}/api/auth/login`, {
+        method: 'POST',
+        localAddress: from,
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-forwarded-for': xff },
+        timeout: 10_000,
+      })
+      req.on('response', (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode))
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+    t.equal(status, 401)
+    for (let i = 0; i < 20 && !authd.output().slice(before).includes('"event":"login"'); i++) await new Promise((r) => setTimeout(r, 50))
+    const line = authd.output().slice(before).split('\n').find((l) => l.includes('"event":"login"'))
+    return line === undefined ? undefined : (JSON.parse(line) as { ip: string }).ip
+  }
+  // nginx's $proxy_add_x_forwarded_for: what the client sent, then the address nginx saw
+  t.equal(await loginIp('127.0.0.1', '198.51.100.66, 203.0.113.7'), '203.0.113.7', 'through the proxy: the client address nginx appended, not the one the client made up')
+  t.equal(await loginIp('127.0.0.2', '203.0.113.7'), '127.0.0.2', 'from any other address the header is ignored')
+
+  // operate: the README's backup line, into the temp data dir instead of /var/lib/authd
+  const backupLine = lineWith(/authctl .* backup /)
+  const backupFile = / backup (.+)$/.exec(backupLine)![1]!.replace('/var/lib/authd/', `${dir}/`)
+  const resolvedFile = (await run('bash', ['-c', `printf '%s' "${backupFile}"`])).stdout
+  const backedUp = await authctl(backupLine.replace(/ backup .+$/, ` backup ${resolvedFile}`), [], '')
+  t.equal(backedUp.code, 0, `authctl backup: ${backedUp.stderr}`)
+  t.ok(existsSync(resolvedFile), 'the backup file exists')
+  // restoring is putting the file back as the store's data.mdb
+  const restored = join(dir, 'restored')
+  mkdirSync(restored, { mode: 0o700 })
+  copyFileSync(resolvedFile, join(restored, 'data.mdb'))
+  const store = await openLmdbStore({ path: restored })
+  t.equal(store.getUserByEmail('admin@example.com')?.email, 'admin@example.com', 'and restores the first user')
+  await store.close()
+
+  // systemctl stop: SIGTERM, a clean exit (Restart=on-failure leaves it stopped)
+  t.equal(await authd.stop(), 0, 'SIGTERM stops authd with exit 0')
+  t.match(authd.output(), /"event":"stopping","signal":"SIGTERM"/)
+})
