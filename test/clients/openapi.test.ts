@@ -131,10 +131,22 @@ t.test('the description is a well-formed OpenAPI 3.1 document whose failures nam
   t.match(readFileSync(new URL('../../README.md', import.meta.url), 'utf8'), /\]\(docs\/openapi\.yaml\)/, 'the README links it')
   t.equal(doc.openapi, '3.1.0')
   t.match(doc.info, { title: 'authd', version: String })
+  // the fields OpenAPI 3.1 allows where this document uses them (its schema forbids any other)
+  const allowed = (what: string, o: Obj, keys: string[]): void => {
+    const extra = Object.keys(o).filter((k) => !keys.includes(k) && !k.startsWith('x-'))
+    t.same(extra, [], `${what}: only OpenAPI fields`)
+  }
+  allowed('document', doc, ['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'])
+  allowed('info', doc.info, ['title', 'summary', 'description', 'termsOfService', 'contact', 'license', 'version'])
+  t.equal(['identifier', 'url'].filter((k) => k in doc.info.license).length, 1, 'license: an SPDX identifier or a url')
+  allowed('components', doc.components, ['schemas', 'responses', 'parameters', 'examples', 'requestBodies', 'headers', 'securitySchemes', 'links', 'callbacks', 'pathItems'])
+  const headerKeys = ['description', 'required', 'deprecated', 'allowEmptyValue', 'style', 'explode', 'schema', 'example', 'examples', 'content']
+  for (const [name, h] of Object.entries(doc.components.headers as Obj)) allowed(`header ${name}`, h as Obj, headerKeys)
   const ids = new Set<string>()
   for (const [path, item] of Object.entries(doc.paths as Obj)) {
     for (const [method, op] of Object.entries(item as Obj)) {
       t.ok(['get', 'post', 'options'].includes(method), `${method} ${path}: a method authd serves`)
+      allowed(`${method} ${path}`, op as Obj, ['tags', 'summary', 'description', 'externalDocs', 'operationId', 'parameters', 'requestBody', 'responses', 'callbacks', 'deprecated', 'security', 'servers'])
       if (op.operationId !== undefined) {
         t.notOk(ids.has(op.operationId), `operationId ${op.operationId} is unique`)
         ids.add(op.operationId as string)
@@ -143,6 +155,8 @@ t.test('the description is a well-formed OpenAPI 3.1 document whose failures nam
         t.match(status, /^[1-5][0-9][0-9]$/)
         const r = deref(response as Obj)
         t.type(r.description, 'string', `${method} ${path} ${status} has a description`)
+        allowed(`${method} ${path} ${status}`, r, ['description', 'headers', 'content', 'links'])
+        for (const [name, h] of Object.entries((r.headers ?? {}) as Obj)) if ((h as Obj).$ref === undefined) allowed(`${method} ${path} ${status} header ${name}`, h as Obj, headerKeys)
         if (Number(status) < 400) continue
         // every failure says which messages it can carry, so clients can rely on them
         const message = (Object.values(r.content as Obj)[0] as Obj).schema.properties?.message as Obj | undefined
