@@ -41,7 +41,12 @@ export class AppError extends Error {
   constructor(code: ErrorCode, opts: { params?: Record<string, string | number>; retryAfterS?: number } = {}) {
     let message: string = errorRegistry[code].message
     for (const [k, v] of Object.entries(opts.params ?? {})) message = message.replace(`{${k}}`, String(v))
+    // A deliberate answer is never logged with a stack, and capturing one was most of the cost
+    // of answering a refused login (a 429 flood): take none.
+    const limit = Error.stackTraceLimit
+    Error.stackTraceLimit = 0
     super(message)
+    Error.stackTraceLimit = limit
     this.name = 'AppError'
     this.code = code
     this.status = errorRegistry[code].status
