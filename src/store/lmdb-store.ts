@@ -25,6 +25,34 @@ export class StoreError extends Error {
   }
 }
 
+/** decoded records remembered per database by decodedOnChange */
+const DECODED_KEPT = 10_000
+
+/**
+ * Reads of one database that decode a record only when its stored bytes differ from those of the
+ * last decode of that key. The bytes are read on every call, so a write by any process (authctl
+ * disabling a user, revoking a session) shows on the very next read; only the msgpack decoding,
+ * which carries every field name in every record and was most of the cost of a /me, is saved.
+ * Callers get their own shallow copy, as from a plain read.
+ */
+function decodedOnChange<V extends object>(db: Database<V, Key>): (key: string) => V | undefined {
+  const kept = new Map<string, { bytes: Buffer; value: V }>()
+  return (key) => {
+    const bytes = db.getBinary(key)
+    if (bytes === undefined) {
+      kept.delete(key)
+      return undefined
+    }
+    const hit = kept.get(key)
+    if (hit !== undefined && hit.bytes.equals(bytes)) return { ...hit.value }
+    // the same read snapshot as the bytes (lmdb renews it once per event-loop turn)
+    const value = db.get(key)!
+    if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
+    kept.set(key, { bytes, value })
+    return { ...value }
+  }
+}
+
 export interface LmdbStoreOptions {
   path: string
   /** open read-only is not offered: authctl writes too */
@@ -47,6 +75,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const meta = db<unknown>('meta')
 
   const tooLong = (key: string): boolean => Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES
+  const readUser = decodedOnChange(users)
+  const readSession = decodedOnChange(sessions)
 
   await migrate({
     version: () => (meta.get('schema_version') as number | undefined) ?? 0,
@@ -77,11 +107,11 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const store: Store = {
     path: opts.path,
 
-    getUser: (id) => (tooLong(id) ? undefined : users.get(id)),
+    getUser: (id) => (tooLong(id) ? undefined : readUser(id)),
     getUserByEmail(email) {
       if (tooLong(email)) return undefined
       const id = emails.get(email)
-      return id === undefined ? undefined : users.get(id)
+      return id === undefined ? undefined : readUser(id)
     },
     listUsers: () => [...users.getRange().map(({ value }) => value)],
     createUser: (user) =>
@@ -123,7 +153,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         }),
       ),
 
-    getSession: (id) => (tooLong(id) ? undefined : sessions.get(id)),
+    getSession: (id) => (tooLong(id) ? undefined : readSession(id)),
     listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
       const out: SessionRecord[] = []

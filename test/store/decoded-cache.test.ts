@@ -1,0 +1,60 @@
+/**
+ * getUser / getSession decode a record only when its stored bytes changed: these show that a
+ * change made through another handle (as authctl does from another process) is read on the very
+ * next call, that a deleted record reads as gone, and that callers never share an object.
+ */
+import t from 'tap'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import type { SessionRecord, UserRecord } from '../../src/store/store.js'
+
+const user = (id: string, email: string): UserRecord => ({ id, email, passwordHash: 'x', createdAt: 1, updatedAt: 1, disabled: false })
+const session = (id: string, userId: string): SessionRecord => ({
+  id,
+  userId,
+  createdAt: 1,
+  lastUsedAt: 1,
+  expiresAt: 10,
+  ip: '127.0.0.1',
+  userAgent: 'ua',
+  refreshHash: `h-${id}`,
+  previousHash: null,
+  rotatedAt: null,
+  generation: 0,
+})
+
+t.test('reads a change made through another handle on the very next call', async (t) => {
+  const dir = t.testdir()
+  const daemon = await openLmdbStore({ path: dir })
+  t.teardown(() => daemon.close())
+  const admin = await openLmdbStore({ path: dir })
+  t.teardown(() => admin.close())
+  t.ok(await admin.createUser(user('u1', 'ann@example.com')))
+  await admin.createSession(session('s1', 'u1'))
+  for (let i = 0; i < 3; i++) {
+    t.equal(daemon.getUser('u1')?.disabled, false)
+    t.equal(daemon.getSession('s1')?.userId, 'u1')
+  }
+  await admin.updateUser('u1', (u) => ({ ...u, disabled: true }))
+  t.equal(daemon.getUser('u1')?.disabled, true, 'disabled at once')
+  t.equal(daemon.getUserByEmail('ann@example.com')?.disabled, true, 'by email too')
+  await admin.updateUser('u1', (u) => ({ ...u, disabled: false }))
+  t.equal(daemon.getUser('u1')?.disabled, false, 'enabled again at once')
+  t.ok(await admin.revokeSession('s1'))
+  t.equal(daemon.getSession('s1'), undefined, 'a revoked session is gone at once')
+  await admin.createSession(session('s1', 'u2'))
+  t.equal(daemon.getSession('s1')?.userId, 'u2', 'and a new record under the same key is read as it is')
+  t.ok(await admin.deleteUser('u1'))
+  t.equal(daemon.getUser('u1'), undefined, 'a deleted user is gone at once')
+})
+
+t.test('gives every caller its own object', async (t) => {
+  const store = await openLmdbStore({ path: t.testdir() })
+  t.teardown(() => store.close())
+  t.ok(await store.createUser(user('u1', 'ann@example.com')))
+  const a = store.getUser('u1')!
+  a.disabled = true
+  a.email = 'changed@example.com'
+  const b = store.getUser('u1')!
+  t.not(a, b)
+  t.same(b, user('u1', 'ann@example.com'), 'what is stored, not what a caller did to its copy')
+})
