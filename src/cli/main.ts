@@ -9,6 +9,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import type { Algorithm } from '../config/types.js'
+import { protectDashedIds } from './argv.js'
 import { backup, backupView } from './commands/backup.js'
 import { keysList, keysListView, keysRevoke, keysRevokeView, keysRotate, keysRotateView } from './commands/keys.js'
 import { sessionsList, sessionsListView, sessionsRevoke, sessionsRevokeView } from './commands/sessions.js'
@@ -204,8 +205,23 @@ export async function main(io: CliIo): Promise<number> {
       await tuiCommand(createBaseDeps(io, globals))
     })
 
+  // every flag defined anywhere in the tree, and those that take a value
+  const known = new Set<string>(['--help', '-h'])
+  const takesValue = new Set<string>()
+  const visit = (cmd: Command): void => {
+    for (const o of cmd.options) {
+      for (const flag of [o.long, o.short]) {
+        if (flag === undefined) continue
+        known.add(flag)
+        if (o.required || o.optional) takesValue.add(flag)
+      }
+    }
+    cmd.commands.forEach(visit)
+  }
+  visit(program)
+
   try {
-    await program.parseAsync(io.argv, { from: 'user' })
+    await program.parseAsync(protectDashedIds(io.argv, known, takesValue), { from: 'user' })
   } catch (err) {
     return fail(io, err, globals.debug === true || io.argv.includes('--debug'))
   }
