@@ -45,8 +45,12 @@ export interface ServiceOptions {
   hashMaxQueue?: number
 }
 
-/** argon2 runs at most this many at once: LMDB commits need libuv's pool too */
-export const defaultHashConcurrency = (): number => Math.max(1, Math.min(2, os.availableParallelism() - 0))
+/**
+ * argon2 runs at most this many at once: LMDB commits need libuv's pool too, and one core is left
+ * to the event loop, so a login flood cannot make /me, refresh or a 429 wait for a CPU
+ * (npm run stress, case 4). On 2 cores that is one hash at a time.
+ */
+export const defaultHashConcurrency = (): number => Math.max(1, Math.min(2, os.availableParallelism() - 1))
 
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const now = opts.now ?? Date.now

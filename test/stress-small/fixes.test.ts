@@ -3,7 +3,9 @@
  * broke, and fails on the code before its fix.
  */
 import t from 'tap'
+import { availableParallelism } from 'node:os'
 import { createPasswordHasher } from '../../src/core/passwords.js'
+import { defaultHashConcurrency } from '../../src/daemon/services.js'
 import { addUser, call, startServer } from '../helpers/app.js'
 import { activeKey, b64url, craft, decode, signer } from '../helpers/jwt.js'
 
@@ -67,4 +69,12 @@ t.test('the hash queue bound counts both lanes', async (t) => {
   await t.rejects(hasher.hash('one too many'), { code: 'BUSY' })
   await t.rejects(hasher.verify('$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA', 'z'), { code: 'BUSY' })
   await Promise.all([running, ...queued])
+})
+
+t.test('hashing leaves a core to the event loop (a login flood starved /me, refresh and 429s of CPU)', async (t) => {
+  const cores = availableParallelism()
+  const n = defaultHashConcurrency()
+  t.ok(n >= 1, 'at least one hash at a time')
+  if (cores > 1) t.ok(n <= cores - 1, `${n} hashes at once on ${cores} cores`)
+  t.ok(n <= 2, 'and never more than 2 (libuv has 4 threads, LMDB needs some)')
 })
