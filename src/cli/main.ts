@@ -10,28 +10,13 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import type { Algorithm } from '../config/types.js'
 import { protectDashedIds } from './argv.js'
-import { backup, backupView } from './commands/backup.js'
-import { keysList, keysListView, keysRevoke, keysRevokeView, keysRotate, keysRotateView } from './commands/keys.js'
-import { sessionsList, sessionsListView, sessionsRevoke, sessionsRevokeView } from './commands/sessions.js'
-import { smoke, smokeFailure, smokeView } from './commands/smoke.js'
-import {
-  userAdd,
-  userAddView,
-  userDisable,
-  userDisableView,
-  userEnable,
-  userEnableView,
-  userList,
-  userListView,
-  userPasswd,
-  userPasswdView,
-  userRm,
-  userRmView,
-  userShow,
-  userShowView,
-} from './commands/user.js'
-import { createBaseDeps, openStoreDeps, type BaseDeps, type CliIo, type GlobalOptions, type StoreDeps } from './deps.js'
-import { renderJson, renderView, type View } from './output.js'
+import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
+import type { View } from './output.js'
+
+// The commands, their dependencies and the printer load when an action runs, not for --help.
+const userCmd = () => import('./commands/user.js')
+const keysCmd = () => import('./commands/keys.js')
+const sessionsCmd = () => import('./commands/sessions.js')
 
 /** What a command produced: its data, how to show it, and a failure sentence if it did not pass. */
 interface Outcome {
@@ -70,6 +55,7 @@ export async function main(io: CliIo): Promise<number> {
   const withBase = (run: (deps: BaseDeps, cmd: Command) => Promise<Outcome>) => async (...a: unknown[]) => {
     const cmd = a.at(-1) as Command
     globals = cmd.optsWithGlobals<GlobalOptions>()
+    const { createBaseDeps } = await import('./deps.js')
     result = await run(createBaseDeps(io, globals), cmd)
   }
   const withStore =
@@ -77,6 +63,7 @@ export async function main(io: CliIo): Promise<number> {
     async (...a: unknown[]) => {
       const cmd = a.at(-1) as Command
       globals = cmd.optsWithGlobals<GlobalOptions>()
+      const { createBaseDeps, openStoreDeps } = await import('./deps.js')
       const deps = await openStoreDeps(createBaseDeps(io, globals), { create: opts.create === true })
       try {
         result = await run(deps, cmd)
@@ -95,51 +82,78 @@ export async function main(io: CliIo): Promise<number> {
     .argument('<email>', 'email address')
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(
-      withStore(async (d, c) => outcome(await userAdd(d, { email: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), userAddView), { create: true }),
+      withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userAdd(d, { email: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), m.userAddView)
+      }, { create: true }),
     )
   user
     .command('list')
     .description('list users: id, email, created, disabled, live sessions')
-    .action(withStore(async (d) => outcome(await userList(d), userListView)))
+    .action(withStore(async (d) => {
+        const m = await userCmd()
+        return outcome(await m.userList(d), m.userListView)
+      }))
   user
     .command('show')
     .description('show one user')
     .argument('<email|id>', 'the user')
-    .action(withStore(async (d, c) => outcome(await userShow(d, { ref: arg(c) }), userShowView)))
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userShow(d, { ref: arg(c) }), m.userShowView)
+      }))
   user
     .command('disable')
     .description('disable a user and revoke all its sessions')
     .argument('<email|id>', 'the user')
-    .action(withStore(async (d, c) => outcome(await userDisable(d, { ref: arg(c) }), userDisableView)))
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userDisable(d, { ref: arg(c) }), m.userDisableView)
+      }))
   user
     .command('enable')
     .description('enable a disabled user')
     .argument('<email|id>', 'the user')
-    .action(withStore(async (d, c) => outcome(await userEnable(d, { ref: arg(c) }), userEnableView)))
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userEnable(d, { ref: arg(c) }), m.userEnableView)
+      }))
   user
     .command('passwd')
     .description('set a new password and revoke all the user’s sessions')
     .argument('<email|id>', 'the user')
     .option('--password-stdin', 'read the password from the first line of standard input')
-    .action(withStore(async (d, c) => outcome(await userPasswd(d, { ref: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), userPasswdView)))
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userPasswd(d, { ref: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), m.userPasswdView)
+      }))
   user
     .command('rm')
     .description('delete a user and its sessions (asks unless --yes)')
     .argument('<email|id>', 'the user')
     .option('--yes', 'do not ask for confirmation')
-    .action(withStore(async (d, c) => outcome(await userRm(d, { ref: arg(c), yes: opt(c, 'yes') === true }), userRmView)))
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userRm(d, { ref: arg(c), yes: opt(c, 'yes') === true }), m.userRmView)
+      }))
 
   // keys
   const keys = program.command('keys').description('list, rotate or revoke the token signing keys')
   keys
     .command('list')
     .description('kid, algorithm, state, created/activated/retiring/retired times')
-    .action(withStore(async (d) => outcome(await keysList(d), keysListView)))
+    .action(withStore(async (d) => {
+        const m = await keysCmd()
+        return outcome(await m.keysList(d), m.keysListView)
+      }))
   keys
     .command('rotate')
     .description('a new key signs from now on; the previous one keeps verifying until its last token expires')
     .addOption(new Option('--algorithm <alg>', 'algorithm of the new key (default: tokens.algorithm)').choices(['ES256', 'RS256']))
-    .action(withStore(async (d, c) => outcome(await keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm') }), keysRotateView)))
+    .action(withStore(async (d, c) => {
+        const m = await keysCmd()
+        return outcome(await m.keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm') }), m.keysRotateView)
+      }))
   keys
     .command('revoke')
     .description('delete a key at once: tokens signed with it stop verifying (asks unless --yes)')
@@ -147,9 +161,10 @@ export async function main(io: CliIo): Promise<number> {
     .option('--rotate', 'allow revoking the active key: a new key replaces it first')
     .option('--yes', 'do not ask for confirmation')
     .action(
-      withStore(async (d, c) =>
-        outcome(await keysRevoke(d, { kid: arg(c), yes: opt(c, 'yes') === true, rotate: opt(c, 'rotate') === true }), keysRevokeView),
-      ),
+      withStore(async (d, c) => {
+        const m = await keysCmd()
+        return outcome(await m.keysRevoke(d, { kid: arg(c), yes: opt(c, 'yes') === true, rotate: opt(c, 'rotate') === true }), m.keysRevokeView)
+      }),
     )
 
   // sessions
@@ -158,7 +173,10 @@ export async function main(io: CliIo): Promise<number> {
     .command('list')
     .description('live sessions: id, user, created, last used, expires, ip, user agent')
     .option('--user <email|id>', 'only this user’s sessions')
-    .action(withStore(async (d, c) => outcome(await sessionsList(d, { user: opt(c, 'user') }), sessionsListView)))
+    .action(withStore(async (d, c) => {
+        const m = await sessionsCmd()
+        return outcome(await m.sessionsList(d, { user: opt(c, 'user') }), m.sessionsListView)
+      }))
   sessions
     .command('revoke')
     .description('revoke one session, every session of a user (--user), or every session (--all --yes)')
@@ -167,12 +185,11 @@ export async function main(io: CliIo): Promise<number> {
     .option('--all', 'revoke every session of every user (asks unless --yes)')
     .option('--yes', 'do not ask for confirmation')
     .action(
-      withStore(async (d, c) =>
-        outcome(
-          await sessionsRevoke(d, { sessionId: c.processedArgs[0] as string | undefined, user: opt(c, 'user'), all: opt(c, 'all') === true, yes: opt(c, 'yes') === true }),
-          sessionsRevokeView,
-        ),
-      ),
+      withStore(async (d, c) => {
+        const m = await sessionsCmd()
+        const args = { sessionId: c.processedArgs[0] as string | undefined, user: opt<string | undefined>(c, 'user'), all: opt(c, 'all') === true, yes: opt(c, 'yes') === true }
+        return outcome(await m.sessionsRevoke(d, args), m.sessionsRevokeView)
+      }),
     )
 
   program
@@ -184,6 +201,7 @@ export async function main(io: CliIo): Promise<number> {
     .addOption(new Option('--timeout <ms>', 'per-request timeout in milliseconds').default(5000).argParser(positiveInteger))
     .action(
       withBase(async (d, c) => {
+        const { smoke, smokeFailure, smokeView } = await import('./commands/smoke.js')
         const r = await smoke(d, { url: opt(c, 'url'), email: opt(c, 'email'), passwordStdin: opt(c, 'passwordStdin') === true, timeoutMs: opt(c, 'timeout') })
         return outcome(r, smokeView, smokeFailure(r))
       }),
@@ -193,7 +211,10 @@ export async function main(io: CliIo): Promise<number> {
     .command('backup')
     .description('write a consistent, compacted copy of the store to <file> while the daemon runs')
     .argument('<file>', 'the backup file to create (never overwritten)')
-    .action(withStore(async (d, c) => outcome(await backup(d, { file: arg(c) }), backupView)))
+    .action(withStore(async (d, c) => {
+        const m = await import('./commands/backup.js')
+        return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
+      }))
 
   program
     .command('tui')
@@ -201,7 +222,7 @@ export async function main(io: CliIo): Promise<number> {
     .action(async (...a: unknown[]) => {
       globals = (a.at(-1) as Command).optsWithGlobals<GlobalOptions>()
       // Ink and React load here, and only here: no other command pays their start-up cost
-      const { tuiCommand } = await import('../tui/command.js')
+      const [{ tuiCommand }, { createBaseDeps }] = await Promise.all([import('../tui/command.js'), import('./deps.js')])
       await tuiCommand(createBaseDeps(io, globals))
     })
 
@@ -226,6 +247,7 @@ export async function main(io: CliIo): Promise<number> {
     return fail(io, err, globals.debug === true || io.argv.includes('--debug'))
   }
   if (result === undefined) return 0
+  const { renderJson, renderView } = await import('./output.js')
   io.stdout(globals.json === true ? renderJson(result.data) : renderView(result.view))
   if (result.failure !== null) {
     io.stderr(`authctl: ${result.failure}\n`)
