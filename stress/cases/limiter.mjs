@@ -155,8 +155,10 @@ export async function run({ scale, dir, say }) {
     if (cfg.maxKeys !== null) env.AUTHD_RATE_LIMIT_MAX_KEYS = String(cfg.maxKeys)
     const k = await startDaemon({ dataDir: keysDir, logFile: join(dir, 'authd-keys.log'), env })
     const maxKeys = cfg.maxKeys ?? 100_000
-    // (a heap snapshot leaves RSS inflated: the first one comes before the RSS baseline)
-    await collectGarbage(k, keysDir)
+    // (a heap snapshot leaves RSS inflated: the first one comes before the RSS baseline; at the
+    // small scale of npm test the few keys are not worth two snapshots)
+    const measureHeap = scale === 'full'
+    if (measureHeap) await collectGarbage(k, keysDir)
     const heapBefore = metric(await scrape(k.url), 'authd_nodejs_heap_size_used_bytes')
     // warm up the request path before the baseline
     const warm = new RawConnection(k.port)
@@ -186,7 +188,7 @@ export async function run({ scale, dir, say }) {
     const seconds = (performance.now() - t0) / 1000
     await sleep(500)
     const rssAfter = k.rss()
-    await collectGarbage(k, keysDir)
+    if (measureHeap) await collectGarbage(k, keysDir)
     const heapAfter = metric(await scrape(k.url), 'authd_nodejs_heap_size_used_bytes')
     const sent = Object.values(statuses).reduce((a, b) => a + b, 0)
     // Each 401 (no cookie) is a request the limiter counted, each under a new key, and the
@@ -200,7 +202,7 @@ export async function run({ scale, dir, say }) {
       check('distinct keys', sent, '>=', cfg.keys),
       check('keys held', held, '<=', maxKeys),
       // what the keys hold: the live heap after a full collection (RSS also carries V8's headroom)
-      check('keys memory', mb(heapAfter - heapBefore), '<=', 64, 'MB'),
+      measureHeap ? check('keys memory', mb(heapAfter - heapBefore), '<=', 64, 'MB') : info('heap growth (not collected)', mb(heapAfter - heapBefore), 'MB'),
       info('RSS growth', mb(rssAfter - rssBefore), 'MB'),
       check('healthz after', healthy, '=', 200),
     )
