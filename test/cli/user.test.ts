@@ -200,6 +200,16 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
   t.equal(noStore.code, 2)
   t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
 
+  // an unexpected failure: one line, and the stack only with --debug
+  const broken = join(dir, 'broken')
+  mkdirSync(join(broken, 'data.mdb'), { recursive: true })
+  const plain = await runCtl(['user', 'list', '--data', broken], { cwd: dir })
+  t.equal(plain.code, 1)
+  t.match(plain.stderr, /^authctl: [^\n]+ \(run with --debug for details\)\n$/)
+  const debug = await runCtl(['user', 'list', '--data', broken, '--debug'], { cwd: dir })
+  t.equal(debug.code, 1)
+  t.match(debug.stderr, /^authctl: [^\n]+\.\n\w*Error: [^\n]+\n +at /, 'the stack follows the sentence')
+
   const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: dir } })
   t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
   t.same(fromEnv.json(), { users: [] })
