@@ -6,7 +6,7 @@ import type { Config } from '../config/types.js'
 import type { Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
-import { AppError } from './errors.js'
+import { AppError, isAppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
@@ -161,8 +161,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       limiter.release(attempt.token)
       limiter.reset(ipEmailKey)
       if (hasher.needsRehash(user.passwordHash)) {
-        const passwordHash = await hasher.hash(input.password)
-        await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
+        try {
+          const passwordHash = await hasher.hash(input.password)
+          await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
+        } catch (err) {
+          // a full hash queue must not fail a correct login: the re-hash waits for the next one
+          if (!isAppError(err) || err.code !== 'BUSY') throw err
+          log.warn({ event: 'rehash_skipped', userId: user.id }, 'password re-hash postponed: hash queue full')
+        }
       }
       const signedIn = await startSession(user, client)
       events.login('success')

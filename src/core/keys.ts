@@ -69,6 +69,7 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
     const now = deps.now()
     const next = new Map<string, LoadedKey>()
     let nextActive: LoadedKey | undefined
+    let activatedAt = -Infinity
     nextChange = Infinity
     for (const rec of deps.store.listKeys()) {
       const state = effectiveState(rec, now, deps.verifyWindowMs)
@@ -85,7 +86,11 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
         jwk: { ...publicKey.export({ format: 'jwk' }), kid: rec.kid, alg: rec.alg, use: 'sig' },
       }
       next.set(rec.kid, loaded)
-      if (state === 'active' && (nextActive === undefined || (rec.activatedAt ?? 0) > 0)) nextActive = loaded
+      // one key is active at a time; were there ever two, the latest activated signs
+      if (state === 'active' && (nextActive === undefined || (rec.activatedAt ?? 0) > activatedAt)) {
+        nextActive = loaded
+        activatedAt = rec.activatedAt ?? 0
+      }
     }
     byKid = next
     active = nextActive

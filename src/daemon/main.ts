@@ -79,7 +79,14 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const { config, file } = loadConfig({ flags, env: io.env, cwd: io.cwd })
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
   const services = await createServices(config, { logger: log })
-  const running = await listen(services, config.server.host, config.server.port)
+  const running = await listen(services, config.server.host, config.server.port).catch(async (err: NodeJS.ErrnoException) => {
+    await services.close()
+    const where = `${config.server.host}:${config.server.port}`
+    if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${where}: the address is already in use (set --port or server.port)`)
+    if (err.code === 'EACCES') throw new Error(`cannot listen on ${where}: permission denied (ports below 1024 need privileges)`)
+    if (err.code === 'EADDRNOTAVAIL') throw new Error(`cannot listen on ${where}: no such address on this machine`)
+    throw err
+  })
   if (config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)) {
     // the default public URL names the port actually chosen
     config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
