@@ -3,7 +3,7 @@
  * several processes, so authctl opens the same directory while the daemon runs; every write
  * happens in one write transaction, which LMDB serialises across processes.
  */
-import { mkdirSync, mkdtempSync, chmodSync, renameSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
@@ -53,6 +53,29 @@ function decodedOnChange<V extends object>(db: Database<V, Key>): (key: string) 
   }
 }
 
+// LMDB's meta page carries this magic number near its start. LMDB takes a data file on trust
+// and can crash the process on one that is not its own, so look before opening.
+const LMDB_MAGIC = Buffer.from([0xde, 0xc0, 0xef, 0xbe])
+
+function refuseForeignFile(file: string): void {
+  let head: Buffer
+  try {
+    const fd = openSync(file, 'r')
+    try {
+      head = Buffer.alloc(64)
+      head = head.subarray(0, readSync(fd, head, 0, 64, 0))
+    } finally {
+      closeSync(fd)
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw err
+  }
+  if (head.length > 0 && head.indexOf(LMDB_MAGIC) === -1) {
+    throw new StoreError('NOT_A_STORE', `${file} is not an authd store (not an LMDB data file)`)
+  }
+}
+
 export interface LmdbStoreOptions {
   path: string
   /** open read-only is not offered: authctl writes too */
@@ -63,6 +86,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   // mkdir's mode is masked by umask and ignored for an existing directory: make sure
   if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
 
+  refuseForeignFile(join(opts.path, 'data.mdb'))
   const root: RootDatabase = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
   const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
   const users = db<UserRecord>('users')
