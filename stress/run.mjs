@@ -9,8 +9,8 @@
  * --scale small runs every case at the tiny scale npm test uses (statistical thresholds are then
  * reported, not judged). Every loop is bounded in count and time; the whole run is cut at 15 min.
  */
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs'
-import { availableParallelism, loadavg, tmpdir } from 'node:os'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closeAgents } from './lib/http.mjs'
@@ -80,6 +80,7 @@ console.log(`authd stress (${args.scale} scale), ${new Date().toISOString()}, no
 for (const [i, c] of CASES.entries()) {
   if (only !== null && !only.has(c.id)) continue
   const t0 = performance.now()
+  const cpu0 = cpuSnapshot()
   const dir = join(tmp, c.id)
   let result
   try {
@@ -92,8 +93,9 @@ for (const [i, c] of CASES.entries()) {
   closeAgents()
   killAllDaemons()
   result.seconds = (performance.now() - t0) / 1000
-  // the machine is shared: the load average says how busy it was (2 cores: above 2, others wait)
-  result.load = loadAverage()
+  // The machine is shared: how much of its CPU went to other people's processes during the case
+  // (everything busy minus this run: the stress process and the daemons it started and reaped).
+  result.others = othersShare(cpu0, cpuSnapshot())
   results.push(result)
   console.log(formatLine(result))
 }
@@ -121,6 +123,19 @@ function newest(dir) {
   return t
 }
 
-function loadAverage() {
-  return Math.round(loadavg()[0] * 10) / 10
+/** Clock ticks: the machine's busy and total time (/proc/stat), and this process with its reaped children. */
+function cpuSnapshot() {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = cpu
+  const self = readFileSync('/proc/self/stat', 'utf8')
+  // fields after the command name: utime is the 14th field, stime, cutime, cstime follow
+  const f = self.slice(self.lastIndexOf(')') + 2).split(' ').map(Number)
+  return { busy: user + nice + system + irq + softirq + steal, total: user + nice + system + idle + iowait + irq + softirq + steal, ours: f[11] + f[12] + f[13] + f[14] }
+}
+
+/** Percent of the machine's CPU capacity used by other processes between two snapshots. */
+function othersShare(a, b) {
+  const total = b.total - a.total
+  if (total <= 0) return 0
+  return Math.max(0, Math.round(((b.busy - a.busy - (b.ours - a.ours)) / total) * 100))
 }

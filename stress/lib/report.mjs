@@ -32,7 +32,7 @@ export function formatLine(result) {
   const name = `${result.n} ${result.id}`.padEnd(16)
   const figures = result.figures.map(formatFigure).join(' · ')
   const note = result.note ? ` — ${result.note}` : ''
-  return `${verdict}${name}${figures}${note} [${Math.round(result.seconds)} s, load ${result.load}]`
+  return `${verdict}${name}${figures}${note} [${Math.round(result.seconds)} s; others used ${result.others}% of the CPU]`
 }
 
 /**
