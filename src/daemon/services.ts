@@ -8,7 +8,7 @@ import type { Config } from '../config/types.js'
 import { createAccessTokens } from '../core/access-tokens.js'
 import { createAuthService, type AuthService } from '../core/auth-service.js'
 import { createKeyring, generateKey, type Keyring } from '../core/keys.js'
-import { createLogger } from '../core/logger.js'
+import { createLogger, requestLineWriter } from '../core/logger.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
 import { createPasswordPolicy } from '../core/password-policy.js'
 import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
@@ -69,9 +69,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events })
   let ready = true
-  // request lines carry only server-made values (see AppDeps.requestLog): no redaction needed
-  const requestLog = log.child({}, { redact: [] })
-  const handler = createApp({ config, auth, keyring, metrics, log, requestLog, ready: () => ready })
+  const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), ready: () => ready })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {

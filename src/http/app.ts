@@ -10,7 +10,7 @@ import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.
 import { AppError, isAppError } from '../core/errors.js'
 import type { Keyring } from '../core/keys.js'
 import { readJsonBody } from './body.js'
-import { createClientIp } from './client-ip.js'
+import { createClientIp, type ClientIp, type ClientIpResolver } from './client-ip.js'
 import { createRefreshCookie } from './cookies.js'
 import { createOriginPolicy } from './cors.js'
 import type { Metrics } from './metrics.js'
@@ -28,23 +28,45 @@ export interface AppDeps {
   metrics: Metrics
   log: HttpLogger
   /**
-   * Where the one line per finished request goes (default `log`). That line holds only values the
-   * server made (request id, method, route, status, duration), so the daemon gives it a logger
-   * that skips redaction, which was the largest cost of /me after the signature check
-   * (docs/performance.md).
+   * Writes the one line per finished request (default: `log.info({reqId, method, route, status,
+   * ms}, 'request')`). Every value in it is one the server made, so the daemon passes a writer
+   * that builds the line by hand (logger.ts requestLineWriter): through pino, that line was the
+   * largest cost of a /me after the signature check (docs/performance.md).
    */
-  requestLog?: HttpLogger
+  requestLog?: RequestLog
   /** store and keys loaded, not draining */
   ready: () => boolean
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
-interface Exchange {
-  req: IncomingMessage
-  res: ServerResponse
-  id: string
-  client: () => ClientContext
+export type RequestLog = (reqId: string, method: string, route: string, status: number, ms: number) => void
+
+/**
+ * One request in flight, as the route handlers see it. A class rather than an object of
+ * closures: nothing is allocated per request beyond this, and the client context (address
+ * parsing) is computed only by the handlers that ask for it.
+ */
+class Exchange {
+  private ctx: ClientContext | undefined
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly id: string,
+    readonly route: string,
+    /** performance.now() when the request arrived */
+    readonly started: number,
+    private readonly clientIp: (req: IncomingMessage) => ClientIp,
+  ) {}
+
+  client(): ClientContext {
+    if (this.ctx === undefined) {
+      const c = this.clientIp(this.req)
+      const ua = this.req.headers['user-agent']
+      this.ctx = { ip: c.ip, ipKey: c.key, userAgent: typeof ua === 'string' ? ua : '' }
+    }
+    return this.ctx
+  }
 }
 
 type RouteHandler = (x: Exchange) => Promise<void> | void
@@ -57,21 +79,37 @@ const JSON_HEADERS = {
 
 export function createApp(deps: AppDeps): Handler {
   const { config, auth, keyring, metrics, log } = deps
-  const requestLog = deps.requestLog ?? log
+  const requestLog: RequestLog = deps.requestLog ?? ((reqId, method, route, status, ms) => log.info({ reqId, method, route, status, ms }, 'request'))
   const cookie = createRefreshCookie(config)
   const origins = createOriginPolicy(config)
-  const clientIp = createClientIp(config.server.trustProxy)
+  const clientIpOf = clientIpMemo(createClientIp(config.server.trustProxy))
   const bodyLimit = config.server.bodyLimit
   const bootId = randomBytes(4).toString('hex')
   let seq = 0
 
-  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string | string[]> = {}): void => {
-    const text = JSON.stringify(body)
-    res.writeHead(status, { ...JSON_HEADERS, ...headers, 'content-length': Buffer.byteLength(text) })
-    res.end(text)
+  // The request is counted and logged when its response is handed to the socket, by whichever
+  // code wrote it (send, jwks, metrics, preflight): no per-request 'finish' listener.
+  const finished = (x: Exchange, status: number): void => {
+    const ms = performance.now() - x.started
+    const method = x.req.method ?? ''
+    metrics.observe(x.route, method, status, ms / 1000)
+    requestLog(x.id, method, x.route, status, Math.round(ms * 100) / 100)
   }
-  const ok = (res: ServerResponse, status: number, data: object, headers?: Record<string, string | string[]>): void =>
-    send(res, status, { success: true, data }, headers)
+
+  const send = (x: Exchange, status: number, body: unknown, extra?: Record<string, string | string[]>): void => {
+    const text = JSON.stringify(body)
+    const headers: Record<string, string | string[] | number> = {
+      ...JSON_HEADERS,
+      'x-request-id': x.id,
+      'content-length': Buffer.byteLength(text),
+    }
+    if (extra !== undefined) for (const k in extra) headers[k] = extra[k]!
+    x.res.writeHead(status, headers)
+    x.res.end(text)
+    finished(x, status)
+  }
+  const ok = (x: Exchange, status: number, data: object, headers?: Record<string, string | string[]>): void =>
+    send(x, status, { success: true, data }, headers)
 
   const sendError = (x: Exchange, err: unknown): void => {
     const { res } = x
@@ -87,12 +125,12 @@ export function createApp(deps: AppDeps): Handler {
     if (e.code === 'INVALID_ACCESS_TOKEN') headers['www-authenticate'] = 'Bearer error="invalid_token"'
     if (e.code === 'INVALID_REFRESH_TOKEN') headers['set-cookie'] = cookie.clear()
     if (e.code === 'BODY_TOO_LARGE') headers.connection = 'close'
-    send(res, e.status, { success: false, message: e.message }, headers)
+    send(x, e.status, { success: false, message: e.message }, headers)
   }
 
   const signedIn = (x: Exchange, status: number, s: SignedIn): void =>
     ok(
-      x.res,
+      x,
       status,
       { accessToken: s.accessToken, tokenType: 'Bearer', expiresIn: s.expiresIn, user: s.user },
       { 'set-cookie': cookie.set(s.refreshToken) },
@@ -133,11 +171,11 @@ export function createApp(deps: AppDeps): Handler {
         checkOrigin(x)
         const body = await readJsonBody(x.req, bodyLimit)
         await auth.logout(cookie.read(x.req.headers.cookie), body, x.client())
-        ok(x.res, 200, {}, { 'set-cookie': cookie.clear() })
+        ok(x, 200, {}, { 'set-cookie': cookie.clear() })
       },
     },
     '/api/auth/me': {
-      GET: (x) => ok(x.res, 200, auth.me(x.req.headers.authorization)),
+      GET: (x) => ok(x, 200, auth.me(x.req.headers.authorization)),
     },
     '/.well-known/jwks.json': {
       GET: (x) => {
@@ -146,16 +184,18 @@ export function createApp(deps: AppDeps): Handler {
           'content-type': 'application/json; charset=utf-8',
           'cache-control': 'public, max-age=300',
           'x-content-type-options': 'nosniff',
+          'x-request-id': x.id,
           'content-length': Buffer.byteLength(text),
         })
         x.res.end(text)
+        finished(x, 200)
       },
     },
-    '/healthz': { GET: (x) => ok(x.res, 200, { status: 'ok' }) },
+    '/healthz': { GET: (x) => ok(x, 200, { status: 'ok' }) },
     '/readyz': {
       GET: (x) => {
         if (!deps.ready()) throw new AppError('NOT_READY')
-        ok(x.res, 200, { status: 'ready' })
+        ok(x, 200, { status: 'ready' })
       },
     },
   }
@@ -167,8 +207,10 @@ export function createApp(deps: AppDeps): Handler {
           'content-type': metrics.registry.contentType,
           'cache-control': 'no-store',
           'x-content-type-options': 'nosniff',
+          'x-request-id': x.id,
         })
         x.res.end(text)
+        finished(x, 200)
       },
     }
   }
@@ -206,27 +248,15 @@ export function createApp(deps: AppDeps): Handler {
       'access-control-allow-headers': 'Content-Type, Authorization',
       'access-control-max-age': '600',
       'cache-control': 'no-store',
+      'x-request-id': x.id,
     })
     x.res.end()
+    finished(x, 204)
   }
 
   return function handle(req, res) {
-    const started = process.hrtime.bigint()
+    const started = performance.now()
     const id = `${bootId}-${(++seq).toString(36)}`
-    res.setHeader('x-request-id', id)
-    let ctx: ClientContext | undefined
-    const x: Exchange = {
-      req,
-      res,
-      id,
-      client: () => {
-        if (ctx === undefined) {
-          const c = clientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'])
-          ctx = { ip: c.ip, ipKey: c.key, userAgent: typeof req.headers['user-agent'] === 'string' ? req.headers['user-agent'] : '' }
-        }
-        return ctx
-      },
-    }
     const url = req.url ?? '/'
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)
@@ -237,6 +267,7 @@ export function createApp(deps: AppDeps): Handler {
       found = null
     }
     const route = (found?.store as { route?: string } | undefined)?.route ?? 'unknown'
+    const x = new Exchange(req, res, id, route, started, clientIpOf)
 
     if (route.startsWith('/api/auth/') && config.cors.origins.length > 0) {
       res.setHeader('vary', 'Origin')
@@ -247,11 +278,6 @@ export function createApp(deps: AppDeps): Handler {
       }
     }
 
-    res.on('finish', () => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9
-      metrics.observe(route, req.method ?? '', res.statusCode, seconds)
-      requestLog.info({ reqId: id, method: req.method, route, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100 }, 'request')
-    })
 
     if (found === null) return sendError(x, new AppError('NOT_FOUND'))
     try {
@@ -260,5 +286,26 @@ export function createApp(deps: AppDeps): Handler {
     } catch (err) {
       sendError(x, err)
     }
+  }
+}
+
+/**
+ * The client address of a request. Without an X-Forwarded-For header it depends on the socket
+ * address alone, so that parse is remembered per address (a keep-alive client sends many
+ * requests); with one, it is worked out every time.
+ */
+function clientIpMemo(resolve: ClientIpResolver): (req: IncomingMessage) => ClientIp {
+  const byAddress = new Map<string, ClientIp>()
+  return (req) => {
+    const forwarded = req.headers['x-forwarded-for']
+    const address = req.socket.remoteAddress
+    if (forwarded !== undefined || address === undefined) return resolve(address, forwarded)
+    let c = byAddress.get(address)
+    if (c === undefined) {
+      c = resolve(address, undefined)
+      if (byAddress.size >= 4096) byAddress.clear()
+      byAddress.set(address, c)
+    }
+    return c
   }
 }
