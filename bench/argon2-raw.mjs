@@ -1,0 +1,34 @@
+/**
+ * The "argon2-raw" baseline: argon2id verifications per second at the configured parameters,
+ * with at most as many running at once as authd's hash queue allows (the same function decides,
+ * in a process pinned to the same core). Prints one JSON line.
+ * args: dist-dir encoded-hash-file password seconds
+ */
+import { readFileSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
+import argon2 from 'argon2'
+
+const [distDir, hashFile, password, secondsText] = process.argv.slice(2)
+const { defaultHashConcurrency } = await import(pathToFileURL(join(distDir, 'daemon/services.js')).href)
+const encoded = readFileSync(hashFile, 'utf8').trim()
+const concurrency = defaultHashConcurrency()
+
+async function run(ms) {
+  const end = performance.now() + ms
+  let n = 0
+  const worker = async () => {
+    while (performance.now() < end) {
+      if (!(await argon2.verify(encoded, password))) throw new Error('argon2-raw: the bench password does not verify')
+      n++
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return n
+}
+
+await run(300) // warm-up
+const started = performance.now()
+const n = await run(Number(secondsText) * 1000)
+const elapsed = (performance.now() - started) / 1000
+process.stdout.write(`${JSON.stringify({ ops: n, seconds: elapsed, perSecond: n / elapsed, concurrency })}\n`)

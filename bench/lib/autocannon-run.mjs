@@ -1,0 +1,63 @@
+/**
+ * The fallback load generator (when wrk is unavailable): autocannon in its own process, with the
+ * same three kinds of request as the wrk scripts. Prints one `BENCH {json}` line.
+ */
+import { readFileSync } from 'node:fs'
+import autocannon from 'autocannon'
+
+const spec = JSON.parse(process.argv[2])
+const opts = {
+  url: spec.url,
+  connections: spec.connections,
+  duration: spec.seconds,
+  timeout: 5,
+  headers: spec.headers ?? {},
+}
+if (spec.kind === 'tokens') {
+  const tokens = readFileSync(spec.tokensFile, 'utf8').split('\n').filter((l) => l !== '')
+  let i = Math.floor(Math.random() * tokens.length)
+  opts.requests = [
+    {
+      method: 'GET',
+      path: '/api/auth/me',
+      setupRequest: (req) => {
+        i = (i + 1) % tokens.length
+        return { ...req, headers: { ...req.headers, authorization: `Bearer ${tokens[i]}` } }
+      },
+    },
+  ]
+} else if (spec.kind === 'login') {
+  let n = 0
+  opts.requests = [
+    {
+      method: 'POST',
+      path: '/api/auth/login',
+      setupRequest: (req) => {
+        n = (n + 1) % 4064
+        const body = JSON.stringify({ email: `bench-login-${n % spec.users}@bench.test`, password: spec.password })
+        return { ...req, body, headers: { ...req.headers, 'content-type': 'application/json', 'x-forwarded-for': `10.9.${n >> 8}.${(n & 255) + 1}` } }
+      },
+    },
+  ]
+} else {
+  opts.method = spec.method ?? 'GET'
+  opts.path = spec.path ?? '/'
+  if (spec.body) {
+    opts.body = spec.body
+    opts.headers = { ...opts.headers, 'content-type': 'application/json' }
+  }
+}
+const r = await autocannon(opts)
+const seconds = r.duration
+process.stdout.write(
+  `BENCH ${JSON.stringify({
+    requests: r.requests.total,
+    seconds,
+    rps: r.requests.total / seconds,
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    maxMs: r.latency.max,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  })}\n`,
+)

@@ -1,0 +1,54 @@
+/** Child processes for the bench: CPU pinning with taskset, and one-line JSON outputs. */
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import os from 'node:os'
+
+export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0
+
+/**
+ * Which cores the server side and the load generator get. With two or more cores and taskset,
+ * the server (authd, the bare server, the raw baselines) runs on the last core and the load
+ * generator on the first, so they never take each other's time.
+ */
+export function cpuPlan() {
+  const n = os.availableParallelism()
+  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, cores: n }
+  return { pinned: true, server: n - 1, load: 0, cores: n }
+}
+
+/** argv prefixed with `taskset -c <cpu>` when pinning */
+export const pinned = (cpu, argv) => (cpu === null ? argv : ['taskset', '-c', String(cpu), ...argv])
+
+/** Runs argv to completion; resolves with stdout, rejects with stderr on a non-zero exit. */
+export function run(argv, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (c) => (out += c))
+    child.stderr.on('data', (c) => (err += c))
+    child.on('error', reject)
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${argv.join(' ')} exited ${code}: ${err.trim() || out.trim()}`))))
+  })
+}
+
+/** The last line of `text` that starts with `prefix`, parsed as JSON */
+export function lastJson(text, prefix = '') {
+  const lines = text.split('\n').filter((l) => l.startsWith(prefix) && l.length > prefix.length)
+  if (lines.length === 0) throw new Error(`no result line in output:\n${text.slice(-2000)}`)
+  return JSON.parse(lines[lines.length - 1].slice(prefix.length))
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+/** Resident memory of a process, in MB, from /proc (total, anonymous, file-backed) */
+export function rss(pid) {
+  let text
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8')
+  } catch {
+    return null
+  }
+  const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN)
+  return { totalMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024, hwmMb: kb('VmHWM') / 1024 }
+}

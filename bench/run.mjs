@@ -1,0 +1,306 @@
+#!/usr/bin/env node
+/**
+ * npm run bench — authd's performance figures, each a ratio against a baseline measured in the
+ * same run (absolute numbers drift on a shared machine; ratios taken minutes apart do not).
+ *
+ * Baselines: "bare" (node:http answering the same JSON with no work), "es256-raw" (jsonwebtoken
+ * ES256 verifications per second, one thread, KeyObject), "argon2-raw" (argon2id verifications
+ * per second at the configured parameters under the daemon's own concurrency cap). Server side
+ * and load generator are pinned to different cores; every row runs once per round, rounds are
+ * interleaved (bare, /me, …, bare, /me, …), and the median over the rounds is reported.
+ *
+ * Prints the table and writes the same as JSON to bench/results/latest.json.
+ * Options: --rounds N (3), --seconds S per load run (5), --no-build, --out FILE.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { chooseGenerator, load } from './lib/load.mjs'
+import { cpuPlan, has, lastJson, pinned, rss, run } from './lib/proc.mjs'
+import { LOGIN_USERS, loginEmail, PASSWORD, prepare, scrape, startBare, startDaemon } from './lib/setup.mjs'
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const { values: opts } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '5' },
+    'no-build': { type: 'boolean', default: false },
+    out: { type: 'string', default: join(ROOT, 'bench/results/latest.json') },
+  },
+})
+const ROUNDS = Math.max(1, Number(opts.rounds))
+const SECONDS = Math.max(1, Number(opts.seconds))
+const USERS = 1000
+// more distinct tokens than the daemon's token cache holds, sent round-robin: every one misses
+const TOKENS = 30_000
+const CONNECTIONS = 32
+const P99_CONNECTIONS = 64
+const LOGIN_CONNECTIONS = 16
+const FLOOD_LOGINS = 32
+const FLOOD_ME_CONNECTIONS = 16
+const STARTS = 5
+/** RSS after the last round may exceed RSS after the first by at most this much */
+const RSS_GROWTH_MB = 8
+
+const benchStarted = performance.now()
+const log = (s) => process.stderr.write(`[bench ${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(3)}s] ${s}\n`)
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = s.length >> 1
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2
+}
+
+// ---------------------------------------------------------------------------------------------
+// Setup
+
+if (!opts['no-build']) {
+  log('building dist/')
+  await run([process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT })
+}
+const generator = chooseGenerator(log)
+const cpus = cpuPlan()
+if (cpus.pinned) {
+  // the orchestrator itself stays off the server's core
+  spawnSync('taskset', ['-pc', String(cpus.load), String(process.pid)], { stdio: 'ignore' })
+  log(`server side on cpu ${cpus.server}, load generator (${generator}) on cpu ${cpus.load}`)
+} else log(`not pinning (${cpus.cores} core(s) or no taskset): figures are noisier`)
+
+const work = mkdtempSync(join(os.tmpdir(), 'authd-bench-'))
+const dir = join(work, 'data')
+// Production defaults except that 127.0.0.1 is a trusted proxy: the login rows send each request
+// from its own X-Forwarded-For address, so the per-IP limit keeps its production value, and the
+// 429 row (no X-Forwarded-For, all from 127.0.0.1) meets that same limit.
+const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
+const cleanup = []
+process.on('exit', () => rmSync(work, { recursive: true, force: true }))
+
+log(`preparing a store: ${USERS} users, ${TOKENS} sessions and access tokens`)
+const data = await prepare({ root: ROOT, dir, work, env, users: USERS, tokens: TOKENS })
+
+// ---------------------------------------------------------------------------------------------
+// Start-up times
+
+log(`timing authd start → ready (${STARTS} runs) and authctl --help`)
+const readyTimes = []
+for (let i = 0; i < STARTS; i++) {
+  const d = await startDaemon({ root: ROOT, dir, env, cpu: null, logFile: join(work, `start-${i}.log`) })
+  readyTimes.push(d.readyMs)
+  await d.stop()
+}
+const helpTimes = await timeCommand([process.execPath, join(ROOT, 'bin/authctl.js'), '--help'], 10)
+
+// ---------------------------------------------------------------------------------------------
+// The servers
+
+const daemon = await startDaemon({ root: ROOT, dir, env, cpu: cpus.server, logFile: join(work, 'authd.log') })
+cleanup.push(() => daemon.stop())
+const bare = await startBare({ root: ROOT, cpu: cpus.server })
+cleanup.push(() => bare.stop())
+const shutdown = async () => {
+  for (const f of cleanup.reverse()) await f().catch(() => {})
+}
+process.on('SIGINT', () => shutdown().then(() => process.exit(130)))
+
+const me = { path: '/api/auth/me', headers: { Authorization: `Bearer ${data.oneToken}` } }
+const loginBody = JSON.stringify({ email: loginEmail(0), password: PASSWORD })
+const loginSpec = { path: '/api/auth/login', kind: 'login', password: PASSWORD, users: LOGIN_USERS }
+const L = (spec) => load(generator, { cpu: cpus.load, seconds: SECONDS, connections: CONNECTIONS, ...spec })
+
+const measure = {
+  bare: () => L({ url: bare.url, ...me }),
+  meSame: () => L({ url: daemon.url, ...me }),
+  meDistinct: () => L({ url: daemon.url, kind: 'tokens', tokensFile: data.tokensFile }),
+  meP99: () => L({ url: daemon.url, ...me, connections: P99_CONNECTIONS }),
+  login: () => L({ url: daemon.url, ...loginSpec, connections: LOGIN_CONNECTIONS }),
+  // no X-Forwarded-For: every request is 127.0.0.1's, long past its 50 logins per 15 minutes
+  login429: () => L({ url: daemon.url, path: '/api/auth/login', method: 'POST', body: loginBody }),
+  es256: async () => {
+    const argv = [process.execPath, join(ROOT, 'bench/es256-raw.mjs'), data.tokensFile, data.publicKeyFile, String(Math.min(SECONDS, 4)), data.issuer, data.audience]
+    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT }))
+  },
+  argon2: async () => {
+    const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS)]
+    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT }))
+  },
+  flood: async () => {
+    const [meRun, loginRun] = await Promise.all([
+      L({ url: daemon.url, ...me, connections: FLOOD_ME_CONNECTIONS }),
+      L({ url: daemon.url, ...loginSpec, connections: FLOOD_LOGINS }),
+    ])
+    return { me: meRun, login: loginRun }
+  },
+}
+
+/** runs `f` and the counters it moved */
+async function counted(f) {
+  const before = await scrape(daemon.url)
+  const result = await f()
+  const after = await scrape(daemon.url)
+  const delta = (name) => (after[name] ?? 0) - (before[name] ?? 0)
+  return { result, delta }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Warm-up (JIT, caches, and 127.0.0.1's login allowance used up), then the rounds
+
+log('warming up')
+{
+  const short = { seconds: 2 }
+  await L({ url: bare.url, ...me, ...short })
+  await L({ url: daemon.url, ...me, ...short })
+  await L({ url: daemon.url, kind: 'tokens', tokensFile: data.tokensFile, ...short })
+  await L({ url: daemon.url, path: '/api/auth/login', method: 'POST', body: loginBody, ...short })
+  await L({ url: daemon.url, ...loginSpec, connections: 4, ...short })
+}
+
+const rounds = []
+const problems = []
+const expect = (cond, what) => {
+  if (!cond) problems.push(what)
+}
+for (let r = 1; r <= ROUNDS; r++) {
+  log(`round ${r}/${ROUNDS}`)
+  const round = { round: r }
+  round.bare = await measure.bare()
+  expect(round.bare.non2xx === 0 && round.bare.errors === 0, `round ${r}: bare answered errors`)
+
+  const same = await counted(measure.meSame)
+  round.meSame = same.result
+  expect(round.meSame.non2xx === 0 && round.meSame.errors === 0, `round ${r}: /me (one token) answered errors`)
+  expect(same.delta('authd_me_total{outcome="success"}') >= round.meSame.requests, `round ${r}: /me (one token) did not succeed every time`)
+
+  const refused = await counted(measure.login429)
+  round.login429 = refused.result
+  const limited = refused.delta('authd_login_total{outcome="rate_limited"}')
+  expect(round.login429.non2xx === round.login429.requests && limited >= round.login429.requests, `round ${r}: not every refused login was a 429 from the limiter`)
+
+  round.es256 = await measure.es256()
+  const distinct = await counted(measure.meDistinct)
+  round.meDistinct = distinct.result
+  expect(round.meDistinct.non2xx === 0 && round.meDistinct.errors === 0, `round ${r}: /me (distinct tokens) answered errors`)
+  expect(distinct.delta('authd_me_total{outcome="success"}') >= round.meDistinct.requests, `round ${r}: /me (distinct tokens) did not succeed every time`)
+
+  round.meP99 = await measure.meP99()
+  expect(round.meP99.non2xx === 0 && round.meP99.errors === 0, `round ${r}: /me at ${P99_CONNECTIONS} connections answered errors`)
+
+  round.argon2 = await measure.argon2()
+  const logins = await counted(measure.login)
+  round.login = logins.result
+  expect(round.login.non2xx === 0 && round.login.errors === 0, `round ${r}: login answered errors`)
+  expect(logins.delta('authd_login_total{outcome="success"}') >= round.login.requests, `round ${r}: not every login succeeded`)
+
+  round.flood = await measure.flood()
+  expect(round.flood.me.non2xx === 0 && round.flood.me.errors === 0, `round ${r}: /me during the login flood answered errors`)
+  expect(round.flood.login.non2xx === 0 && round.flood.login.errors === 0, `round ${r}: the login flood answered errors`)
+
+  round.rss = rss(daemon.pid)
+  log(
+    `  bare ${round.bare.rps.toFixed(0)}/s  me ${round.meSame.rps.toFixed(0)}/s  me-distinct ${round.meDistinct.rps.toFixed(0)}/s  es256 ${round.es256.perSecond.toFixed(0)}/s  ` +
+      `429 ${round.login429.rps.toFixed(0)}/s  login ${round.login.rps.toFixed(1)}/s  argon2 ${round.argon2.perSecond.toFixed(1)}/s  ` +
+      `p99@64 ${round.meP99.p99Ms.toFixed(2)}ms  flood p99 ${round.flood.me.p99Ms.toFixed(2)}ms  rss ${round.rss.totalMb.toFixed(1)}MB`,
+  )
+  rounds.push(round)
+}
+const finalRss = rss(daemon.pid)
+await shutdown()
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+const perRound = (f) => median(rounds.map(f))
+const rows = [
+  ratioRow('me_same', '`/me`, one token repeated', (r) => r.meSame.rps / r.bare.rps, 0.6, 'bare', (r) => [r.meSame.rps, r.bare.rps]),
+  ratioRow('me_distinct', '`/me`, a different valid token on every request', (r) => r.meDistinct.rps / r.es256.perSecond, 0.8, 'es256-raw', (r) => [r.meDistinct.rps, r.es256.perSecond]),
+  maxRow('me_p99_64', `\`/me\` p99 at ${P99_CONNECTIONS} connections`, perRound((r) => r.meP99.p99Ms), 10, 'ms'),
+  ratioRow('login', 'login, correct password', (r) => r.login.rps / r.argon2.perSecond, 0.85, 'argon2-raw', (r) => [r.login.rps, r.argon2.perSecond]),
+  ratioRow('login_429', 'login refused by the limiter (429)', (r) => r.login429.rps / r.bare.rps, 0.5, 'bare', (r) => [r.login429.rps, r.bare.rps]),
+  maxRow('me_p99_flood', `\`/me\` p99 during a ${FLOOD_LOGINS}-way login flood`, perRound((r) => r.flood.me.p99Ms), 50, 'ms'),
+  maxRow('rss', 'RSS after the whole bench', finalRss.totalMb, 150, 'MB'),
+  maxRow('rss_growth', 'RSS growth, first round to last', rounds[rounds.length - 1].rss.totalMb - rounds[0].rss.totalMb, RSS_GROWTH_MB, 'MB'),
+  maxRow('start_ready', '`authd start` to ready', median(readyTimes), 500, 'ms'),
+  maxRow('authctl_help', '`authctl --help`', median(helpTimes), 150, 'ms'),
+]
+
+function ratioRow(id, name, f, min, baseline, abs) {
+  const ratio = perRound(f)
+  const a = rounds.map(abs)
+  return {
+    id,
+    name,
+    value: ratio,
+    unit: `× ${baseline}`,
+    target: `≥ ${min.toFixed(2)} × ${baseline}`,
+    pass: ratio >= min,
+    detail: `${fmt(median(a.map((x) => x[0])))}/s vs ${fmt(median(a.map((x) => x[1])))}/s`,
+    rounds: rounds.map(f),
+  }
+}
+function maxRow(id, name, value, max, unit) {
+  return { id, name, value, unit, target: `≤ ${max} ${unit}`, pass: value <= max }
+}
+function fmt(n) {
+  return n >= 100 ? n.toFixed(0) : n.toFixed(1)
+}
+
+const allPass = rows.every((r) => r.pass) && problems.length === 0
+const table = [
+  '| row | measured | target | result | detail |',
+  '|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.name} | ${r.unit.startsWith('×') ? `${r.value.toFixed(2)} ${r.unit}` : `${r.value.toFixed(1)} ${r.unit}`} | ${r.target} | ${r.pass ? 'PASS' : 'FAIL'} | ${r.detail ?? ''} |`),
+].join('\n')
+process.stdout.write(`\n${table}\n\n`)
+for (const p of problems) process.stdout.write(`problem: ${p}\n`)
+process.stdout.write(`${allPass ? 'all rows PASS' : 'some rows FAIL'} (${rounds.length} rounds, median; ${((performance.now() - benchStarted) / 1000).toFixed(0)} s)\n`)
+
+const result = {
+  date: new Date().toISOString(),
+  machine: {
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    nproc: os.availableParallelism(),
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    kernel: os.release(),
+    node: process.version,
+  },
+  method: {
+    generator,
+    pinned: cpus.pinned ? { server: cpus.server, load: cpus.load } : false,
+    rounds: ROUNDS,
+    secondsPerRun: SECONDS,
+    connections: { throughput: CONNECTIONS, p99: P99_CONNECTIONS, login: LOGIN_CONNECTIONS, floodLogins: FLOOD_LOGINS, floodMe: FLOOD_ME_CONNECTIONS },
+    tokens: TOKENS,
+    hash: data.hash,
+    algorithm: data.algorithm,
+  },
+  pass: allPass,
+  problems,
+  rows,
+  startup: { readyMs: readyTimes, authctlHelpMs: helpTimes },
+  rounds,
+  finalRss,
+  seconds: (performance.now() - benchStarted) / 1000,
+}
+mkdirSync(join(opts.out, '..'), { recursive: true })
+writeFileSync(opts.out, JSON.stringify(result, null, 2) + '\n')
+log(`wrote ${opts.out}`)
+process.exitCode = allPass ? 0 : 1
+
+/** Wall-clock ms of `argv` run `n` times (hyperfine when present, else spawnSync), after 2 warm-ups */
+async function timeCommand(argv, n) {
+  if (has('hyperfine')) {
+    const file = join(work, 'hyperfine.json')
+    const cmd = argv.map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ')
+    await run(['hyperfine', '-N', '--warmup', '2', '--runs', String(n), '--export-json', file, cmd], { cwd: ROOT })
+    const { results } = JSON.parse(readFileSync(file, 'utf8'))
+    return results[0].times.map((s) => s * 1000)
+  }
+  const times = []
+  for (let i = 0; i < n + 2; i++) {
+    const t = performance.now()
+    spawnSync(argv[0], argv.slice(1), { stdio: 'ignore', cwd: ROOT })
+    if (i >= 2) times.push(performance.now() - t)
+  }
+  return times
+}
