@@ -543,7 +543,7 @@ export async function run({ scale, dir, say }) {
   say(`fuzz: /me p99 before ${round(before.p99, 2)} ms (rounds ${before.rounds.map((x) => round(x, 2)).join(', ')}; p50 ${before.p50s.map((x) => round(x, 2)).join(', ')}), RSS ${mb(rssBefore)} MB`)
 
   const ctx = { token: a.accessToken, attacks, deadRefresh: b.refreshToken }
-  const tally = { sent: 0, byStatus: {}, fivexx: [], envelope: [], closed: 0, errors: [], accepted: [], not401: 0, byCategory: {}, closedBy: {}, connect: 0 }
+  const tally = { sent: 0, byStatus: {}, fivexx: [], envelope: [], closed: 0, errors: [], accepted: [], not401: 0, byCategory: {}, closedBy: {}, connect: 0, not401By: {} }
   const t0 = performance.now()
   await pool(cfg.requests, CONCURRENCY, async (i) => {
     const gen = GENERATORS[i % GENERATORS.length]
@@ -572,7 +572,11 @@ export async function run({ scale, dir, say }) {
     if (problem !== null) tally.envelope.push(`${gen.name} ${spec.method} ${spec.path.slice(0, 40)} → ${res.status}: ${problem}`)
     // an attack is accepted if it is answered 2xx; a 400 from the HTTP parser is a refusal too
     if (spec.expect401 !== undefined && res.status < 300) tally.accepted.push(`${spec.expect401} → ${res.status}`)
-    if (spec.expect401 !== undefined && res.status !== 401) tally.not401++
+    if (spec.expect401 !== undefined && res.status !== 401) {
+      tally.not401++
+      const why = `${spec.expect401} → ${res.status}`
+      tally.not401By[why] = (tally.not401By[why] ?? 0) + 1
+    }
   })
   const fuzzSeconds = (performance.now() - t0) / 1000
   // every named attack once more, deterministically, so none is left to chance
@@ -582,6 +586,7 @@ export async function run({ scale, dir, say }) {
     if (r.status < 300) tally.accepted.push(`${t.name} → ${r.status}`)
     if (r.status !== 401) tally.not401++
   }
+  say(`fuzz: token attacks answered other than 401: ${JSON.stringify(tally.not401By)}`)
   say(`fuzz: ${tally.sent} requests in ${round(fuzzSeconds, 1)} s; statuses ${JSON.stringify(tally.byStatus)}; closed without answer ${tally.closed} ${JSON.stringify(tally.closedBy)}`)
 
   await sleep(1000)
@@ -609,6 +614,7 @@ export async function run({ scale, dir, say }) {
       check('control token', controlStatus, '=', 200),
       check('RSS growth', mb(rssAfter - rssBefore), '<=', 50, 'MB'),
       timingCheck(scale)('/me p99 change', round(growth, 1), '<=', 10, '%'),
+      info('named token attacks', attacks.length),
       info('attacks not 401', tally.not401),
       info('/me p99 (best of rounds)', `${round(before.p99, 2)}→${round(after.p99, 2)} ms`),
       // Node closes a CONNECT it has no handler for without a word; anything else should be answered
