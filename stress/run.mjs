@@ -4,7 +4,7 @@
  * the reliability claims of docs/reliability.md. One line per case with its figures, thresholds
  * and PASS/FAIL; exit 1 if any case fails, 2 if a case could not be measured, 0 otherwise.
  *
- *   node stress/run.mjs [--scale full|small] [--only fuzz,timing,…] [--json FILE] [--keep]
+ *   node stress/run.mjs [--scale full|small] [--only fuzz,timing,…] [--json FILE] [--markdown FILE] [--keep]
  *
  * --scale small runs every case at the tiny scale npm test uses (statistical thresholds are then
  * reported, not judged). Every loop is bounded in count and time; the whole run is cut at 15 min.
@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { closeAgents } from './lib/http.mjs'
 import { killAllDaemons, ROOT } from './lib/daemon.mjs'
-import { formatLine } from './lib/report.mjs'
+import { formatLine, formatMarkdown } from './lib/report.mjs'
 import * as fuzz from './cases/fuzz.mjs'
 import * as timing from './cases/timing.mjs'
 import * as limiter from './cases/limiter.mjs'
@@ -34,6 +34,7 @@ const { values: args } = parseArgs({
     scale: { type: 'string', default: 'full' },
     only: { type: 'string' },
     json: { type: 'string' },
+    markdown: { type: 'string' },
     keep: { type: 'boolean', default: false },
   },
 })
@@ -111,6 +112,7 @@ console.log(
   `${failed === 0 ? (unmeasured === 0 ? 'PASS' : 'INCOMPLETE') : 'FAIL'}: ${results.length - failed - unmeasured} passed, ${failed} failed, ${unmeasured} not measured, in ${Math.round(total)} s`,
 )
 if (args.json !== undefined) writeFileSync(args.json, JSON.stringify({ scale: args.scale, seconds: total, results }, null, 2))
+if (args.markdown !== undefined) writeFileSync(args.markdown, formatMarkdown(results, { scale: args.scale, seconds: total, date: new Date().toISOString().slice(0, 10), node: process.version, cores: availableParallelism() }))
 if (args.keep) console.log(`stress: kept ${tmp}`)
 else rmSync(tmp, { recursive: true, force: true })
 process.exit(failed > 0 ? 1 : unmeasured > 0 ? 2 : 0)

@@ -40,3 +40,22 @@ export function formatLine(result) {
  * load can move are reported with their threshold but not judged.
  */
 export const timingCheck = (scale) => (scale === 'full' ? check : (label, value, op, limit, unit = '') => ({ ...check(label, value, op, limit, unit), pass: true, judged: false }))
+
+/** The run as a Markdown table (the one docs/reliability.md shows), one row per case. */
+export function formatMarkdown(results, run) {
+  const rows = results.map((r) => {
+    const figures = r.figures.map((f) => formatFigure(f).replace(/\|/g, '\\|')).join('<br>')
+    const note = r.note ? `${figures === '' ? '' : '<br>'}${r.note.replace(/\|/g, '\\|')}` : ''
+    return `| ${r.n} | ${r.title} | ${figures}${note} | **${r.status}** | ${Math.round(r.seconds)} s, ${r.others} % |`
+  })
+  const failed = results.filter((r) => r.status === 'FAIL').length
+  const unmeasured = results.filter((r) => r.status === 'NOT MEASURED').length
+  return [
+    `Run of ${run.date}, ${run.scale} scale, Node ${run.node}, ${run.cores} cores: ${results.length - failed - unmeasured} passed, ${failed} failed, ${unmeasured} not measured, in ${Math.round(run.seconds)} s.`,
+    '',
+    '| # | case | figures (threshold in brackets) | result | time, CPU used by others |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n')
+}
