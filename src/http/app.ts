@@ -4,7 +4,6 @@
  */
 import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomBytes } from 'node:crypto'
-import FindMyWay from 'find-my-way'
 import type { Config } from '../config/types.js'
 import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.js'
 import { AppError, isAppError } from '../core/errors.js'
@@ -215,8 +214,12 @@ export function createApp(deps: AppDeps): Handler {
     }
   }
 
-  const router = FindMyWay({ ignoreTrailingSlash: false, maxParamLength: 100 })
+  // Every route is a fixed path: one map lookup finds the handler (path → method → handler), with
+  // every method of a known path present (405 with Allow for those the route does not serve).
+  const table = new Map<string, Map<string, RouteHandler>>()
   for (const [path, methods] of Object.entries(routes)) {
+    const byMethod = new Map<string, RouteHandler>()
+    table.set(path, byMethod)
     const allowed = Object.keys(methods)
     if (path.startsWith('/api/auth/')) allowed.push('OPTIONS')
     if (allowed.includes('GET')) allowed.push('HEAD')
@@ -233,11 +236,7 @@ export function createApp(deps: AppDeps): Handler {
                 x.res.setHeader('allow', allow)
                 throw new AppError('METHOD_NOT_ALLOWED')
               })
-      try {
-        router.on(method as 'GET', path, handler as never, { route: path })
-      } catch {
-        // find-my-way does not know every method node:http does; those fall through to 404
-      }
+      byMethod.set(method, handler)
     }
   }
 
@@ -257,16 +256,10 @@ export function createApp(deps: AppDeps): Handler {
   return function handle(req, res) {
     const started = performance.now()
     const id = `${bootId}-${(++seq).toString(36)}`
-    const url = req.url ?? '/'
-    const q = url.indexOf('?')
-    const path = q === -1 ? url : url.slice(0, q)
-    let found: ReturnType<typeof router.find> = null
-    try {
-      found = router.find((req.method ?? 'GET') as 'GET', path)
-    } catch {
-      found = null
-    }
-    const route = (found?.store as { route?: string } | undefined)?.route ?? 'unknown'
+    const path = routePath(req.url ?? '/')
+    const byMethod = table.get(path)
+    const handler = byMethod?.get(req.method ?? 'GET')
+    const route = handler === undefined ? 'unknown' : path
     const x = new Exchange(req, res, id, route, started, clientIpOf)
 
     if (route.startsWith('/api/auth/') && config.cors.origins.length > 0) {
@@ -279,14 +272,36 @@ export function createApp(deps: AppDeps): Handler {
     }
 
 
-    if (found === null) return sendError(x, new AppError('NOT_FOUND'))
+    if (handler === undefined) return sendError(x, new AppError('NOT_FOUND'))
     try {
-      const p = (found.handler as unknown as RouteHandler)(x)
+      const p = handler(x)
       if (p !== undefined) p.catch((err: unknown) => sendError(x, err))
     } catch (err) {
       sendError(x, err)
     }
   }
+}
+
+const UNRESERVED = /^[A-Za-z0-9._~-]$/
+
+/**
+ * The path a request names, for the route table: without the query string or a fragment, and
+ * with percent-encoded unreserved characters decoded (`/api/auth/%6De` is `/api/auth/me`, as
+ * RFC 3986 6.2.2.2 makes it); any other escape (`%2F`, `%00`, a broken one) stays as it is, so it
+ * names no route.
+ */
+export function routePath(url: string): string {
+  let end = url.length
+  const q = url.indexOf('?')
+  if (q !== -1) end = q
+  const h = url.indexOf('#')
+  if (h !== -1 && h < end) end = h
+  const path = end === url.length ? url : url.slice(0, end)
+  if (!path.includes('%')) return path
+  return path.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const c = String.fromCharCode(parseInt(hex, 16))
+    return UNRESERVED.test(c) ? c : escape
+  })
 }
 
 /**
