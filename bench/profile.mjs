@@ -15,14 +15,14 @@ import { parseArgs } from 'node:util'
 import { summarise } from './lib/cpuprofile.mjs'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { cpuPlan, run } from './lib/proc.mjs'
-import { LOGIN_USERS, loginEmail, PASSWORD, prepare, startDaemon } from './lib/setup.mjs'
+import { LOGIN_USERS, loginEmail, PASSWORD, prepare, startDaemon, unitEnvironment } from './lib/setup.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const { values: opts, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     seconds: { type: 'string', default: '8' },
-    out: { type: 'string', default: join(ROOT, 'bench/results/profiles') },
+    out: { type: 'string', default: join(os.tmpdir(), 'authd-profiles') },
     'no-build': { type: 'boolean', default: false },
   },
 })
@@ -40,8 +40,8 @@ if (cpus.pinned) spawnSync('taskset', ['-pc', String(cpus.load), String(process.
 
 const work = mkdtempSync(join(os.tmpdir(), 'authd-profile-'))
 process.on('exit', () => rmSync(work, { recursive: true, force: true }))
-const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
-const data = await prepare({ root: ROOT, dir: join(work, 'data'), work, env, users: 1000, tokens: kind === 'me-distinct' ? 30_000 : 100 })
+const env = { ...unitEnvironment(ROOT), AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
+const data = await prepare({ root: ROOT, dir: join(work, 'data'), work, env, users: 1000, tokens: kind === 'me-distinct' ? 12_288 : 100 })
 const profDir = join(work, 'prof')
 const daemon = await startDaemon({
   root: ROOT,

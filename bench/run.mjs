@@ -16,11 +16,11 @@ import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { cpuPlan, has, lastJson, pinned, rss, run } from './lib/proc.mjs'
-import { LOGIN_USERS, loginEmail, PASSWORD, prepare, scrape, startBare, startDaemon } from './lib/setup.mjs'
+import { LOGIN_USERS, loginEmail, PASSWORD, prepare, scrape, startBare, startDaemon, unitEnvironment } from './lib/setup.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const { values: opts } = parseArgs({
@@ -34,8 +34,6 @@ const { values: opts } = parseArgs({
 const ROUNDS = Math.max(1, Number(opts.rounds))
 const SECONDS = Math.max(1, Number(opts.seconds))
 const USERS = 1000
-// more distinct tokens than the daemon's token cache holds, sent round-robin: every one misses
-const TOKENS = 30_000
 const CONNECTIONS = 32
 const P99_CONNECTIONS = 64
 const LOGIN_CONNECTIONS = 16
@@ -60,6 +58,10 @@ if (!opts['no-build']) {
   log('building dist/')
   await run([process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT })
 }
+// three times as many distinct tokens as the daemon's token cache holds, sent round-robin: every
+// one misses the cache, so that row measures full verification
+const { VERIFIED_TOKENS_CACHED } = await import(pathToFileURL(join(ROOT, 'dist/core/access-tokens.js')).href)
+const TOKENS = 3 * VERIFIED_TOKENS_CACHED
 const generator = chooseGenerator(log)
 const cpus = cpuPlan()
 if (cpus.pinned) {
@@ -70,10 +72,12 @@ if (cpus.pinned) {
 
 const work = mkdtempSync(join(os.tmpdir(), 'authd-bench-'))
 const dir = join(work, 'data')
-// Production defaults except that 127.0.0.1 is a trusted proxy: the login rows send each request
+// The shipped unit's environment, and production defaults except that 127.0.0.1 is a trusted
+// proxy: the login rows send each request
 // from its own X-Forwarded-For address, so the per-IP limit keeps its production value, and the
 // 429 row (no X-Forwarded-For, all from 127.0.0.1) meets that same limit.
-const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
+const unitEnv = unitEnvironment(ROOT)
+const env = { ...unitEnv, AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
 const cleanup = []
 process.on('exit', () => rmSync(work, { recursive: true, force: true }))
 
@@ -83,14 +87,16 @@ const data = await prepare({ root: ROOT, dir, work, env, users: USERS, tokens: T
 // ---------------------------------------------------------------------------------------------
 // Start-up times
 
+// Start-up is not a load test: these run on every core, as on a server (the orchestrator itself
+// is pinned, and a child would inherit that).
 log(`timing authd start → ready (${STARTS} runs) and authctl --help`)
 const readyTimes = []
 for (let i = 0; i < STARTS; i++) {
-  const d = await startDaemon({ root: ROOT, dir, env, cpu: null, logFile: join(work, `start-${i}.log`) })
+  const d = await startDaemon({ root: ROOT, dir, env, cpu: cpus.all, logFile: join(work, `start-${i}.log`) })
   readyTimes.push(d.readyMs)
   await d.stop()
 }
-const helpTimes = await timeCommand([process.execPath, join(ROOT, 'bin/authctl.js'), '--help'], 10)
+const helpTimes = await timeCommand(pinned(cpus.all, [process.execPath, join(ROOT, 'bin/authctl.js'), '--help']), 10)
 
 // ---------------------------------------------------------------------------------------------
 // The servers
@@ -119,11 +125,12 @@ const measure = {
   login429: () => L({ url: daemon.url, path: '/api/auth/login', method: 'POST', body: loginBody }),
   es256: async () => {
     const argv = [process.execPath, join(ROOT, 'bench/es256-raw.mjs'), data.tokensFile, data.publicKeyFile, String(Math.min(SECONDS, 4)), data.issuer, data.audience]
-    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT }))
+    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
   argon2: async () => {
     const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS)]
-    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT }))
+    // the same environment as the daemon: MALLOC_ARENA_MAX changes how argon2's memory is reused
+    return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
   flood: async () => {
     const [meRun, loginRun] = await Promise.all([

@@ -12,11 +12,11 @@ export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio
  */
 export function cpuPlan() {
   const n = os.availableParallelism()
-  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, cores: n }
-  return { pinned: true, server: n - 1, load: 0, cores: n }
+  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, all: null, cores: n }
+  return { pinned: true, server: n - 1, load: 0, all: `0-${n - 1}`, cores: n }
 }
 
-/** argv prefixed with `taskset -c <cpu>` when pinning */
+/** argv prefixed with `taskset -c <cpu>` (a core, or a list like `0-1`) when pinning */
 export const pinned = (cpu, argv) => (cpu === null ? argv : ['taskset', '-c', String(cpu), ...argv])
 
 /** Runs argv to completion; resolves with stdout, rejects with stderr on a non-zero exit. */

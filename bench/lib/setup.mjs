@@ -85,6 +85,19 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
   }
 }
 
+/**
+ * The Environment= lines of the shipped systemd unit (config/authd.service): the bench runs authd
+ * with them, as it is deployed (they bound its memory).
+ */
+export function unitEnvironment(root) {
+  const env = {}
+  for (const line of readFileSync(join(root, 'config/authd.service'), 'utf8').split('\n')) {
+    const m = /^Environment=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(line.trim())
+    if (m !== null) env[m[1]] = m[2]
+  }
+  return env
+}
+
 /** A port free right now on 127.0.0.1 */
 export function freePort() {
   return new Promise((resolve, reject) => {

@@ -35,10 +35,11 @@ const MAX_TOKEN_LENGTH = 4096
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
 
 /**
- * Verified tokens remembered at most (about 1 KB each). Past it the oldest is forgotten; a
- * forgotten token is simply verified again.
+ * Verified tokens remembered at most (under 1 KB each): the tokens of that many clients active
+ * within one access-token lifetime. Past it the oldest is forgotten; a forgotten token is simply
+ * verified again.
  */
-export const VERIFIED_TOKENS_CACHED = 10_000
+export const VERIFIED_TOKENS_CACHED = 4096
 
 interface Verified {
   /** the key that verified the signature: the entry is good only while that key still verifies */

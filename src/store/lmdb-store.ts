@@ -26,7 +26,7 @@ export class StoreError extends Error {
 }
 
 /** decoded records remembered per database by decodedOnChange */
-const DECODED_KEPT = 10_000
+const DECODED_KEPT = 4096
 
 /**
  * Reads of one database that decode a record only when its stored bytes differ from those of the
