@@ -37,6 +37,8 @@ const DECODED_KEPT = 4096
  */
 function decodedOnChange<V extends object>(db: Database<V, Key>): (key: string) => V | undefined {
   const kept = new Map<string, { bytes: Buffer; value: V }>()
+  // the database's own msgpack decoder (lmdb sets it up at open; the typings leave it out)
+  const decoder = (db as unknown as { decoder?: { decode(bytes: Uint8Array): V } }).decoder
   return (key) => {
     const bytes = db.getBinary(key)
     if (bytes === undefined) {
@@ -45,8 +47,8 @@ function decodedOnChange<V extends object>(db: Database<V, Key>): (key: string) 
     }
     const hit = kept.get(key)
     if (hit !== undefined && hit.bytes.equals(bytes)) return { ...hit.value }
-    // the same read snapshot as the bytes (lmdb renews it once per event-loop turn)
-    const value = db.get(key)!
+    // decoded from these very bytes; a plain read is the same snapshot (renewed once per turn)
+    const value = decoder !== undefined ? decoder.decode(bytes) : db.get(key)!
     if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
     kept.set(key, { bytes, value })
     return { ...value }
