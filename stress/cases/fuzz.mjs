@@ -16,7 +16,7 @@ import { login, me, register, refresh } from '../lib/auth.mjs'
 import { readKeys } from '../lib/store-peek.mjs'
 import { b64u, decodeSegment, signJws } from '../lib/jws.mjs'
 import { password, CANARY } from '../lib/secrets.mjs'
-import { median, percentile, pool, mb, round } from '../lib/stats.mjs'
+import { percentile, pool, mb, round } from '../lib/stats.mjs'
 import { check, info, timingCheck } from '../lib/report.mjs'
 
 export const id = 'fuzz'
