@@ -83,9 +83,13 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
     }
   }
 
-  // The dummy: a real hash at the configured parameters of a password nobody knows, so an
-  // unknown email costs exactly what a wrong password costs.
-  const dummy = await argon2.hash(randomBytes(32).toString('base64'), options)
+  // The dummy: an encoded argon2id hash at the configured parameters whose salt and digest are
+  // random, so no password matches it and verifying against it costs exactly what a wrong
+  // password costs (the salt and parameters drive the work; the digest is only compared). Made
+  // from random bytes rather than by hashing, which kept the daemon from being ready for as long
+  // as one hash takes.
+  const b64 = (n: number): string => randomBytes(n).toString('base64').replace(/=+$/, '')
+  const dummy = `$argon2id$v=19$m=${opts.memoryKib},t=${opts.timeCost},p=${opts.parallelism}$${b64(16)}$${b64(32)}`
 
   const verifyEncoded = (encoded: string, password: string): Promise<boolean> =>
     slot(verifications, () => argon2.verify(encoded, normalise(password)).catch(() => false))
