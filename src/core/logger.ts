@@ -84,9 +84,9 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       timestamp: isoTimeOncePerMs(),
       formatters: { level: (label) => ({ level: label }), log: censorNested },
     },
-    // Lines are written in batches of 4 KB, or every 100 ms when fewer come: one write per line
+    // Lines are written in batches of 12 KB, or every 100 ms when fewer come: one write per line
     // (each a round trip through libuv's thread pool) cost /me more than building the line.
     // Whatever is buffered is written on exit; a kill -9 loses at most the last 100 ms of lines.
-    opts.destination ?? pino.destination({ sync: false, minLength: 4096, periodicFlush: 100 }),
+    opts.destination ?? pino.destination({ sync: false, minLength: 12_288, periodicFlush: 100 }),
   )
 }
