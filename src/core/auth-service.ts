@@ -65,7 +65,7 @@ export interface AuthService {
    * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
    * body (whose promise rejects with its AppError) is counted like any other attempt.
    */
-  login(body: Record<string, unknown> | Promise<Record<string, unknown>>, client: ClientContext): Promise<SignedIn>
+  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   me(authorization: string | undefined): { id: string; email: string }
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>

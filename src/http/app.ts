@@ -145,9 +145,11 @@ export function createApp(deps: AppDeps): Handler {
     '/api/auth/login': {
       POST: async (x) => {
         checkOrigin(x)
-        // handed over unread: login.per_ip counts malformed requests too (CONTRACT 5)
-        const body = readJsonBody(x.req, bodyLimit)
-        body.catch(() => {}) // a request refused by the limit never awaits its body
+        // handed over unread: login.per_ip counts malformed requests too (CONTRACT 5), and the
+        // body is read only when the use-case awaits it, so a login the limit refuses never
+        // parses one (node discards it once the 429 is written)
+        let read: Promise<Record<string, unknown>> | undefined
+        const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
         signedIn(x, 200, await auth.login(body, x.client()))
       },
     },
