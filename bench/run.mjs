@@ -6,8 +6,9 @@
  * Baselines: "bare" (node:http answering the same JSON with no work), "es256-raw" (jsonwebtoken
  * ES256 verifications per second, one thread, KeyObject), "argon2-raw" (argon2id verifications
  * per second at the configured parameters under the daemon's own concurrency cap). Server side
- * and load generator are pinned to different cores; every row runs once per round, rounds are
- * interleaved (bare, /me, …, bare, /me, …), and the median over the rounds is reported.
+ * and load generator are pinned to different cores. Each round runs every row once, each next to
+ * its baseline (bare before and after the rows measured against it), rounds repeat, and the
+ * median over the rounds of each round's ratio is reported.
  *
  * Prints the table and writes the same as JSON to bench/results/latest.json.
  * Options: --rounds N (3), --seconds S per load run (5), --no-build, --out FILE.
@@ -72,10 +73,10 @@ if (cpus.pinned) {
 
 const work = mkdtempSync(join(os.tmpdir(), 'authd-bench-'))
 const dir = join(work, 'data')
-// The shipped unit's environment, and production defaults except that 127.0.0.1 is a trusted
-// proxy: the login rows send each request
-// from its own X-Forwarded-For address, so the per-IP limit keeps its production value, and the
-// 429 row (no X-Forwarded-For, all from 127.0.0.1) meets that same limit.
+// authd runs with the shipped unit's environment and the production defaults, but for one
+// setting: 127.0.0.1 is a trusted proxy. The login rows send each request from its own
+// X-Forwarded-For address, so the per-IP limit keeps its production value; the 429 row sends
+// none, so all of it is 127.0.0.1's and meets that same limit.
 const unitEnv = unitEnvironment(ROOT)
 const env = { ...unitEnv, AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
 const cleanup = []
@@ -171,8 +172,7 @@ const expect = (cond, what) => {
 for (let r = 1; r <= ROUNDS; r++) {
   log(`round ${r}/${ROUNDS}`)
   const round = { round: r }
-  round.bare = await measure.bare()
-  expect(round.bare.non2xx === 0 && round.bare.errors === 0, `round ${r}: bare answered errors`)
+  const bareBefore = await measure.bare()
 
   const same = await counted(measure.meSame)
   round.meSame = same.result
@@ -183,6 +183,12 @@ for (let r = 1; r <= ROUNDS; r++) {
   round.login429 = refused.result
   const limited = refused.delta('authd_login_total{outcome="rate_limited"}')
   expect(round.login429.non2xx === round.login429.requests && limited >= round.login429.requests, `round ${r}: not every refused login was a 429 from the limiter`)
+
+  // the bare baseline of this round: the mean of one run before and one after the two rows above
+  const bareAfter = await measure.bare()
+  for (const b of [bareBefore, bareAfter]) expect(b.non2xx === 0 && b.errors === 0, `round ${r}: bare answered errors`)
+  round.bareRuns = [bareBefore, bareAfter]
+  round.bare = { rps: (bareBefore.rps + bareAfter.rps) / 2 }
 
   round.es256 = await measure.es256()
   const distinct = await counted(measure.meDistinct)
