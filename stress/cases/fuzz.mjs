@@ -23,8 +23,8 @@ export const id = 'fuzz'
 export const title = 'Hostile input fuzz'
 
 const SCALE = {
-  full: { requests: 5200, meSamples: 7000 },
-  small: { requests: 300, meSamples: 300 },
+  full: { requests: 5200, meSamples: 15000, meWarmup: 5000 },
+  small: { requests: 300, meSamples: 300, meWarmup: 300 },
 }
 const CONCURRENCY = 16
 /** source addresses the fuzz rotates through (the per-IP login limit bounds the hashing) */
@@ -556,7 +556,7 @@ export async function run({ scale, dir, say }) {
   for (const x of [d, twinDaemon]) {
     await pool(scale === 'full' ? 16 : 8, 8, (i) => login(x.url, alice.email, i % 2 === 0 ? alice.password : password(), { localAddress: '127.0.0.3' }))
   }
-  await meLatency(target, twin, cfg.meSamples)
+  await meLatency(target, twin, cfg.meWarmup)
   const before = await meLatency(target, twin, cfg.meSamples)
   const rssBefore = d.rss()
   say(`fuzz: /me before: p99 ${round(before.p99, 2)} ms, twin ${round(before.twinP99, 2)} ms (p50 ${round(before.p50, 2)} / ${round(before.twinP50, 2)}); RSS ${mb(rssBefore)} MB`)
