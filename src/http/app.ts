@@ -4,6 +4,7 @@
  */
 import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomBytes } from 'node:crypto'
+import FindMyWay, { type HTTPMethod } from 'find-my-way'
 import type { Config } from '../config/types.js'
 import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.js'
 import { AppError, isAppError } from '../core/errors.js'
@@ -216,12 +217,10 @@ export function createApp(deps: AppDeps): Handler {
     }
   }
 
-  // Every route is a fixed path: one map lookup finds the handler (path → method → handler), with
-  // every method of a known path present (405 with Allow for those the route does not serve).
-  const table = new Map<string, Map<string, RouteHandler>>()
+  // Every method of a known path is routed: those the route does not serve answer 405 with Allow.
+  // The paths are all static, which find-my-way looks up without walking its tree.
+  const router = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true })
   for (const [path, methods] of Object.entries(routes)) {
-    const byMethod = new Map<string, RouteHandler>()
-    table.set(path, byMethod)
     const allowed = Object.keys(methods)
     if (path.startsWith('/api/auth/')) allowed.push('OPTIONS')
     if (allowed.includes('GET')) allowed.push('HEAD')
@@ -238,7 +237,11 @@ export function createApp(deps: AppDeps): Handler {
                 x.res.setHeader('allow', allow)
                 throw new AppError('METHOD_NOT_ALLOWED')
               })
-      byMethod.set(method, handler)
+      try {
+        router.on(method as HTTPMethod, path, handler as never)
+      } catch {
+        // a method node:http knows and find-my-way does not: such requests answer 404
+      }
     }
   }
 
@@ -259,8 +262,12 @@ export function createApp(deps: AppDeps): Handler {
     const started = performance.now()
     const id = `${bootId}-${(++seq).toString(36)}`
     const path = routePath(req.url ?? '/')
-    const byMethod = table.get(path)
-    const handler = byMethod?.get(req.method ?? 'GET')
+    let handler: RouteHandler | undefined
+    try {
+      handler = router.find((req.method ?? 'GET') as HTTPMethod, path)?.handler as unknown as RouteHandler | undefined
+    } catch {
+      handler = undefined
+    }
     const route = handler === undefined ? 'unknown' : path
     const x = new Exchange(req, res, id, route, started, clientIpOf)
 
@@ -287,7 +294,7 @@ export function createApp(deps: AppDeps): Handler {
 const UNRESERVED = /^[A-Za-z0-9._~-]$/
 
 /**
- * The path a request names, for the route table: without the query string or a fragment, and
+ * The path a request names, for the router: without the query string or a fragment, and
  * with percent-encoded unreserved characters decoded (`/api/auth/%6De` is `/api/auth/me`, as
  * RFC 3986 6.2.2.2 makes it); any other escape (`%2F`, `%00`, a broken one) stays as it is, so it
  * names no route.
