@@ -24,7 +24,7 @@ export const title = 'Hostile input fuzz'
 
 const SCALE = {
   full: { requests: 5200, meSamples: 15000, meWarmup: 5000 },
-  small: { requests: 300, meSamples: 300, meWarmup: 300 },
+  small: { requests: 300, meSamples: 100, meWarmup: 100 },
 }
 const CONCURRENCY = 16
 /** source addresses the fuzz rotates through (the per-IP login limit bounds the hashing) */
