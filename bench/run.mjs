@@ -269,10 +269,11 @@ for (const p of problems) process.stdout.write(`problem: ${p}\n`)
 process.stdout.write(`${allPass ? 'all rows PASS' : 'some rows FAIL'} (${rounds.length} rounds, median; ${((performance.now() - benchStarted) / 1000).toFixed(0)} s)\n`)
 
 const result = {
-  date: new Date().toISOString(),
+  date: new Date(Date.now() - performance.now() + benchStarted).toISOString(),
   machine: {
     cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    nproc: os.availableParallelism(),
+    // counted before the harness pinned itself to one core
+    nproc: cpus.cores,
     memoryGb: Math.round(os.totalmem() / 2 ** 30),
     kernel: os.release(),
     node: process.version,
