@@ -11,7 +11,8 @@
  * median over the rounds of each round's ratio is reported.
  *
  * Prints the table and writes the same as JSON to bench/results/latest.json.
- * Options: --rounds N (3), --seconds S per load run (5), --no-build, --out FILE.
+ * Options: --rounds N (3), --seconds S per load run (5), --no-build, --out FILE,
+ * --generator autocannon (use the fallback load generator even where wrk is installed).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -30,6 +31,8 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string', default: '5' },
     'no-build': { type: 'boolean', default: false },
     out: { type: 'string', default: join(ROOT, 'bench/results/latest.json') },
+    // to try the fallback on a machine that has wrk
+    generator: { type: 'string' },
   },
 })
 const ROUNDS = Math.max(1, Number(opts.rounds))
@@ -63,7 +66,7 @@ if (!opts['no-build']) {
 // one misses the cache, so that row measures full verification
 const { VERIFIED_TOKENS_CACHED } = await import(pathToFileURL(join(ROOT, 'dist/core/access-tokens.js')).href)
 const TOKENS = 3 * VERIFIED_TOKENS_CACHED
-const generator = chooseGenerator(log)
+const generator = opts.generator === 'autocannon' ? 'autocannon' : chooseGenerator(log)
 const cpus = cpuPlan()
 if (cpus.pinned) {
   // the orchestrator itself stays off the server's core

@@ -7,7 +7,8 @@ import autocannon from 'autocannon'
 
 const spec = JSON.parse(process.argv[2])
 const opts = {
-  url: spec.url,
+  // the request target goes in the URL (autocannon's per-request path is for `requests` only)
+  url: spec.kind === 'tokens' || spec.kind === 'login' ? spec.url : spec.url + (spec.path ?? '/'),
   connections: spec.connections,
   duration: spec.seconds,
   timeout: 5,
@@ -41,7 +42,6 @@ if (spec.kind === 'tokens') {
   ]
 } else {
   opts.method = spec.method ?? 'GET'
-  opts.path = spec.path ?? '/'
   if (spec.body) {
     opts.body = spec.body
     opts.headers = { ...opts.headers, 'content-type': 'application/json' }
