@@ -222,6 +222,10 @@ export async function main(io: CliIo): Promise<number> {
     .action(async (...a: unknown[]) => {
       globals = (a.at(-1) as Command).optsWithGlobals<GlobalOptions>()
       // Ink and React load here, and only here: no other command pays their start-up cost
+      // Ink draws nothing until exit when it believes it runs under CI (it reads CI and
+      // CONTINUOUS_INTEGRATION once, on import); the tui always runs on a real terminal
+      delete process.env.CI
+      delete process.env.CONTINUOUS_INTEGRATION
       const [{ tuiCommand }, { createBaseDeps }] = await Promise.all([import('../tui/command.js'), import('./deps.js')])
       await tuiCommand(createBaseDeps(io, globals))
     })
