@@ -55,6 +55,19 @@ function isoTimeOncePerMs(): () => string {
   }
 }
 
+/** the JSON text of a string, remembered: methods and routes come from small fixed sets */
+function quotedOnce(): (s: string) => string {
+  const memo = new Map<string, string>()
+  return (s) => {
+    let q = memo.get(s)
+    if (q === undefined) {
+      q = JSON.stringify(s)
+      if (memo.size < 256) memo.set(s, q)
+    }
+    return q
+  }
+}
+
 /**
  * The one line per finished request, built by hand: exactly what `logger.info({ reqId, method,
  * route, status, ms }, 'request')` writes, at a fraction of the cost (that line, through pino,
@@ -66,13 +79,78 @@ export function requestLineWriter(logger: Logger): (reqId: string, method: strin
   if (!logger.isLevelEnabled('info')) return () => {}
   const stream = (logger as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!
   const time = isoTimeOncePerMs()
+  const quoted = quotedOnce()
   return (reqId, method, route, status, ms) => {
     stream.write(
-      `{"level":"info"${time()},"service":"authd","reqId":${JSON.stringify(reqId)},"method":${JSON.stringify(method)},` +
-        `"route":${JSON.stringify(route)},"status":${status},"ms":${ms},"msg":"request"}\n`,
+      `{"level":"info"${time()},"service":"authd","reqId":${quoted(reqId)},"method":${quoted(method)},` +
+        `"route":${quoted(route)},"status":${status},"ms":${ms},"msg":"request"}\n`,
     )
   }
 }
+
+/**
+ * The daemon's log destination: lines are gathered into one string and handed to the output in
+ * batches of about 12 KB, or 100 ms after the first line of a batch. Handing over each line
+ * (sonic-boom measures and queues every write) cost a /me more than building its line.
+ * Whatever is gathered is written at exit, even by process.exit (the uncaught-exception path);
+ * a kill -9 loses at most the last 100 ms of lines.
+ */
+export class LineBatch implements DestinationStream {
+  private pending = ''
+  private timer: NodeJS.Timeout | undefined
+  private readonly onTimer = (): void => {
+    this.timer = undefined
+    this.drain()
+  }
+
+  constructor(
+    private readonly out: { write(text: string): unknown; flush(cb?: (err?: Error) => void): void; flushSync(): void },
+    private readonly batchChars = 12_288,
+    private readonly delayMs = 100,
+  ) {
+    batches.add(this)
+  }
+
+  write(line: string): void {
+    this.pending += line
+    if (this.pending.length >= this.batchChars) this.drain()
+    // not unref'd: a daemon on its way out waits for the last lines (at most delayMs)
+    else this.timer ??= setTimeout(this.onTimer, this.delayMs)
+  }
+
+  private drain(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer)
+      this.timer = undefined
+    }
+    if (this.pending === '') return
+    const text = this.pending
+    this.pending = ''
+    this.out.write(text)
+  }
+
+  /** hands over what is gathered; `cb` once the output has written it */
+  flush(cb?: (err?: Error) => void): void {
+    this.drain()
+    this.out.flush(cb)
+  }
+
+  flushSync(): void {
+    this.drain()
+    this.out.flushSync()
+  }
+}
+
+const batches = new Set<LineBatch>()
+process.once('exit', () => {
+  for (const b of batches) {
+    try {
+      b.flushSync()
+    } catch {
+      // the output is gone (a closed pipe): nothing more can be written
+    }
+  }
+})
 
 export function createLogger(opts: { level: string; destination?: DestinationStream }): Logger {
   return pino(
@@ -84,9 +162,6 @@ export function createLogger(opts: { level: string; destination?: DestinationStr
       timestamp: isoTimeOncePerMs(),
       formatters: { level: (label) => ({ level: label }), log: censorNested },
     },
-    // Lines are written in batches of 12 KB, or every 100 ms when fewer come: one write per line
-    // (each a round trip through libuv's thread pool) cost /me more than building the line.
-    // Whatever is buffered is written on exit; a kill -9 loses at most the last 100 ms of lines.
-    opts.destination ?? pino.destination({ sync: false, minLength: 12_288, periodicFlush: 100 }),
+    opts.destination ?? new LineBatch(pino.destination({ sync: false })),
   )
 }
