@@ -11,6 +11,7 @@ import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
 import { limitKey } from './rate-limiter.js'
+import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, type RefreshOutcome } from './sessions.js'
 import { newUserId } from './users.js'
 
@@ -58,14 +59,23 @@ export interface AuthServiceDeps {
   now: () => number
   log: Logger
   events: AuthEvents
+  /** lines for rate-limit refusals (default: each written as it comes) */
+  refusals?: RefusalLog
 }
 
 export interface AuthService {
   /**
+   * Counts one login request against login.per_ip (CONTRACT 5: malformed ones count too) before
+   * its body is read. When the limit refuses it (counted and logged) returns when to retry, for
+   * the 429 TOO_MANY_LOGINS answer; else undefined. login() does this itself unless told the request was admitted already: the
+   * HTTP layer admits first, so a refused login is answered without a promise or a body read.
+   */
+  admitLogin(client: ClientContext): { retryAfterS: number } | undefined
+  /**
    * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
    * body (whose promise rejects with its AppError) is counted like any other attempt.
    */
-  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext): Promise<SignedIn>
+  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   me(authorization: string | undefined): { id: string; email: string }
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
@@ -85,6 +95,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { config, store, hasher, tokens, limiter, log, events } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
+  const refusals: Pick<RefusalLog, 'refused'> = deps.refusals ?? {
+    refused: ({ event, limit, ip }, msg) => log.info({ event, outcome: 'rate_limited', limit, ip }, msg),
+  }
 
   async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
     const now = deps.now()
@@ -107,17 +120,26 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
   }
 
-  function loginRefused(retryAfterS: number, limit: string, client: ClientContext): never {
+  function loginRefused(retryAfterS: number, limit: string, client: ClientContext): { retryAfterS: number } {
     events.login('rate_limited')
     events.rateLimited(limit)
-    log.info({ event: 'login', outcome: 'rate_limited', limit, ip: client.ip }, 'login refused by rate limit')
-    throw new AppError('TOO_MANY_LOGINS', { retryAfterS })
+    refusals.refused({ event: 'login', limit, ip: client.ip }, 'login refused by rate limit')
+    return { retryAfterS }
+  }
+
+  function admitLogin(client: ClientContext): { retryAfterS: number } | undefined {
+    const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp }])
+    return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
   }
 
   return {
-    async login(body, client) {
-      const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp }])
-      if (!perIp.ok) loginRefused(perIp.retryAfterS, 'login.per_ip', client)
+    admitLogin,
+
+    async login(body, client, admitted = false) {
+      if (!admitted) {
+        const refused = admitLogin(client)
+        if (refused !== undefined) throw new AppError('TOO_MANY_LOGINS', refused)
+      }
 
       let fields: Record<string, unknown>
       try {
@@ -140,7 +162,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         { key: ipEmailKey, rule: rl.login.perIpEmail },
         { key: limitKey('login_email', email), rule: rl.login.perEmail },
       ])
-      if (!attempt.ok) loginRefused(attempt.retryAfterS, 'login.per_email', client)
+      if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, 'login.per_email', client))
 
       const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
       if (user === undefined) {
@@ -185,7 +207,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       if (!allowed.ok) {
         events.register('rate_limited')
         events.rateLimited('register.per_ip')
-        log.info({ event: 'register', outcome: 'rate_limited', ip: client.ip }, 'registration refused by rate limit')
+        refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
         throw new AppError('TOO_MANY_REGISTRATIONS', { retryAfterS: allowed.retryAfterS })
       }
       const input = credentials(body)

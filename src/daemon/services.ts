@@ -12,6 +12,7 @@ import { createLogger, requestLineWriter } from '../core/logger.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
 import { createPasswordPolicy } from '../core/password-policy.js'
 import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
+import { createRefusalLog } from '../core/refusal-log.js'
 import { sweepExpiredSessions } from '../core/sessions.js'
 import { createApp, type Handler } from '../http/app.js'
 import { createMetrics, type Metrics } from '../http/metrics.js'
@@ -43,6 +44,8 @@ export interface ServiceOptions {
   hashConcurrency?: number
   /** hashes waiting beyond which logins are refused with 503 (default 512) */
   hashMaxQueue?: number
+  /** how long rate-limit refusals of one address are counted before their line (default 10 s) */
+  refusalLogPeriodMs?: number
 }
 
 /**
@@ -67,8 +70,10 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const limiter = createRateLimiter({ maxKeys: config.rateLimit.maxKeys, now })
   const metrics = createMetrics({ processMetrics: opts.processMetrics })
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
-  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events })
+  const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals })
   let ready = true
+  let closing: Promise<void> | undefined
   const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), ready: () => ready })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
@@ -88,11 +93,14 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     setReady: (r) => {
       ready = r
     },
-    close: async () => {
-      ready = false
-      clearInterval(pruneTimer)
-      clearInterval(sweepTimer)
-      if (opts.store === undefined) await store.close()
-    },
+    // once, however many times it is asked (a stop after a stop)
+    close: () =>
+      (closing ??= (async () => {
+        ready = false
+        clearInterval(pruneTimer)
+        clearInterval(sweepTimer)
+        refusals.close()
+        if (opts.store === undefined) await store.close()
+      })()),
   }
 }

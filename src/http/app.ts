@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
 import type { Config } from '../config/types.js'
 import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.js'
-import { AppError, isAppError } from '../core/errors.js'
+import { AppError, errorRegistry, isAppError, type ErrorCode } from '../core/errors.js'
 import type { Keyring } from '../core/keys.js'
 import { readJsonBody } from './body.js'
 import { createClientIp, type ClientIp, type ClientIpResolver } from './client-ip.js'
@@ -110,20 +110,24 @@ export function createApp(deps: AppDeps): Handler {
     send(x, status, { success: true, data }, headers)
 
   const sendError = (x: Exchange, err: unknown): void => {
-    const { res } = x
-    if (res.headersSent) return
+    if (x.res.headersSent) return
     if (!isAppError(err)) {
       log.error({ reqId: x.id, err }, 'unexpected error')
       err = new AppError('INTERNAL')
     }
     const e = err as AppError
+    fail(x, e.code, e.message, e.retryAfterS)
+  }
+
+  /** the error answer for `code` (its status, and the headers that go with it) */
+  const fail = (x: Exchange, code: ErrorCode, message: string, retryAfterS?: number): void => {
     const headers: Record<string, string | string[]> = {}
-    if (e.retryAfterS !== undefined) headers['retry-after'] = String(e.retryAfterS)
-    if (e.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
-    if (e.code === 'INVALID_ACCESS_TOKEN') headers['www-authenticate'] = 'Bearer error="invalid_token"'
-    if (e.code === 'INVALID_REFRESH_TOKEN') headers['set-cookie'] = cookie.clear()
-    if (e.code === 'BODY_TOO_LARGE') headers.connection = 'close'
-    send(x, e.status, { success: false, message: e.message }, headers)
+    if (retryAfterS !== undefined) headers['retry-after'] = String(retryAfterS)
+    if (code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
+    if (code === 'INVALID_ACCESS_TOKEN') headers['www-authenticate'] = 'Bearer error="invalid_token"'
+    if (code === 'INVALID_REFRESH_TOKEN') headers['set-cookie'] = cookie.clear()
+    if (code === 'BODY_TOO_LARGE') headers.connection = 'close'
+    send(x, errorRegistry[code].status, { success: false, message }, headers)
   }
 
   const signedIn = (x: Exchange, status: number, s: SignedIn): void =>
@@ -142,14 +146,18 @@ export function createApp(deps: AppDeps): Handler {
 
   const routes: Record<string, Partial<Record<string, RouteHandler>>> = {
     '/api/auth/login': {
-      POST: async (x) => {
+      POST: (x) => {
         checkOrigin(x)
-        // handed over unread: login.per_ip counts malformed requests too (CONTRACT 5), and the
-        // body is read only when the use-case awaits it, so a login the limit refuses never
-        // parses one (node discards it once the 429 is written)
+        // login.per_ip counts malformed requests too (CONTRACT 5), so it is charged before the
+        // body is read; a login it refuses is answered here and then, without a promise, and its
+        // body is never parsed (node discards it once the 429 is written)
+        const client = x.client()
+        const refused = auth.admitLogin(client)
+        if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', errorRegistry.TOO_MANY_LOGINS.message, refused.retryAfterS)
+        // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
         const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
-        signedIn(x, 200, await auth.login(body, x.client()))
+        return auth.login(body, client, true).then((s) => signedIn(x, 200, s))
       },
     },
     '/api/auth/register': {

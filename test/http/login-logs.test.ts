@@ -90,3 +90,31 @@ t.test('logs an unexpected failure with its detail and the request id, and answe
   t.match(JSON.stringify(line), /disk on fire/, 'with the detail')
   t.notOk(app.logs.text().includes(PASSWORD))
 })
+
+t.test('a flood of refused logins writes one line at once and one repeated line, not one per refusal', async (t) => {
+  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '2/1h' }, refusalLogPeriodMs: 60_000 })
+  const json = { email: 'nobody@example.com', password: WRONG }
+  const statuses: number[] = []
+  for (let i = 0; i < 30; i++) statuses.push((await call(app.url, 'POST', '/api/auth/login', { json })).status)
+  t.same(statuses, [401, 401, ...new Array<number>(28).fill(429)])
+  await settle()
+  const refused = (): Array<Record<string, unknown>> => app.logs.lines.filter((l) => l.event === 'login' && l.outcome === 'rate_limited')
+  t.same(
+    refused().map(({ limit, ip, repeated }) => ({ limit, ip, repeated })),
+    [{ limit: 'login.per_ip', ip: '127.0.0.1', repeated: undefined }],
+    'the first refusal, at once',
+  )
+  t.equal(app.logs.lines.filter((l) => l.msg === 'request' && l.status === 429).length, 28, 'every refusal has its request line')
+  await app.close()
+  await settle()
+  t.same(
+    refused().map(({ limit, ip, repeated }) => ({ limit, ip, repeated })),
+    [
+      { limit: 'login.per_ip', ip: '127.0.0.1', repeated: undefined },
+      { limit: 'login.per_ip', ip: '127.0.0.1', repeated: 27 },
+    ],
+    'the other 27 as one line, when the period ends or (here) the daemon stops',
+  )
+  const metrics = await app.metrics.registry.getSingleMetricAsString('authd_rate_limited_total')
+  t.match(metrics, /authd_rate_limited_total\{limit="login.per_ip"\} 28/, 'all 28 counted')
+})

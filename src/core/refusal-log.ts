@@ -1,0 +1,63 @@
+/**
+ * Log lines for requests a rate limit refused, without letting a flood of refusals flood the log
+ * (or cost more than the refusal itself): the first refusal of a client address under a limit is
+ * written at once; the ones after it within the same period are only counted, and written as one
+ * line with `repeated: <count>` when the period ends. An address quiet for a period is written at
+ * once again. Every refusal is still counted in the metrics (authd_rate_limited_total).
+ */
+export interface RefusalFields {
+  event: 'login' | 'register'
+  limit: string
+  ip: string
+}
+
+export interface RefusalLog {
+  refused(fields: RefusalFields, msg: string): void
+  /** writes the counts gathered so far and stops the timer */
+  close(): void
+}
+
+export interface RefusalLogOptions {
+  write: (fields: object, msg: string) => void
+  /** default 10 s */
+  periodMs?: number
+  /** addresses remembered at most; beyond, every refusal is written as it comes (default 10 000) */
+  maxKeys?: number
+}
+
+interface Quiet {
+  fields: RefusalFields
+  msg: string
+  repeated: number
+}
+
+export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
+  const maxKeys = opts.maxKeys ?? 10_000
+  let quiet = new Map<string, Quiet>()
+
+  const flush = (): void => {
+    const ended = quiet
+    quiet = new Map()
+    for (const q of ended.values()) {
+      if (q.repeated > 0) opts.write({ ...q.fields, outcome: 'rate_limited', repeated: q.repeated }, `${q.msg} (repeated)`)
+    }
+  }
+  const timer = setInterval(flush, opts.periodMs ?? 10_000).unref()
+
+  return {
+    refused(fields, msg) {
+      const key = `${fields.limit} ${fields.ip}`
+      const q = quiet.get(key)
+      if (q !== undefined) {
+        q.repeated++
+        return
+      }
+      if (quiet.size < maxKeys) quiet.set(key, { fields, msg, repeated: 0 })
+      opts.write({ event: fields.event, outcome: 'rate_limited', limit: fields.limit, ip: fields.ip }, msg)
+    },
+    close() {
+      clearInterval(timer)
+      flush()
+    },
+  }
+}
