@@ -70,6 +70,8 @@ class RequestHistogram {
   readonly aggregator = 'sum'
   readonly labelNames = ['route', 'method', 'status']
   private series = new Map<string, Series>()
+  /** route → method → status → series: the lookup of an observation, without building a key */
+  private index = new Map<string, Map<string, Map<number, Series>>>()
 
   constructor(
     readonly name: string,
@@ -77,11 +79,19 @@ class RequestHistogram {
   ) {}
 
   observe(route: string, method: string, status: number, seconds: number): void {
-    const key = `${route} ${method} ${status}`
-    let s = this.series.get(key)
+    let byMethod = this.index.get(route)
+    if (byMethod === undefined) this.index.set(route, (byMethod = new Map()))
+    let byStatus = byMethod.get(method)
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()))
+    let s = byStatus.get(status)
     if (s === undefined) {
-      s = { labels: { route, method, status: String(status) }, buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
-      this.series.set(key, s)
+      const key = `${route} ${method} ${status}`
+      s = this.series.get(key)
+      if (s === undefined) {
+        s = { labels: { route, method, status: String(status) }, buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }
+        this.series.set(key, s)
+      }
+      byStatus.set(status, s)
     }
     let i = 0
     while (i < BUCKETS.length && seconds > BUCKETS[i]!) i++
@@ -119,6 +129,7 @@ class RequestHistogram {
 
   reset(): void {
     this.series.clear()
+    this.index.clear()
   }
 }
 

@@ -33,25 +33,32 @@ const DECODED_KEPT = 4096
  * last decode of that key. The bytes are read on every call, so a write by any process (authctl
  * disabling a user, revoking a session) shows on the very next read; only the msgpack decoding,
  * which carries every field name in every record and was most of the cost of a /me, is saved.
- * Callers get their own shallow copy, as from a plain read.
+ * The bytes are read into lmdb's shared read buffer and compared there: nothing is allocated
+ * unless they changed. Callers get their own shallow copy of a record, as from a plain read.
  */
-function decodedOnChange<V extends object>(db: Database<V, Key>): (key: string) => V | undefined {
+function decodedOnChange<V>(db: Database<V, Key>): (key: string) => V | undefined {
   const kept = new Map<string, { bytes: Buffer; value: V }>()
   // the database's own msgpack decoder (lmdb sets it up at open; the typings leave it out)
   const decoder = (db as unknown as { decoder?: { decode(bytes: Uint8Array): V } }).decoder
+  // lmdb's getBinaryFast returns its shared buffer with `length` set to the value's size; the
+  // buffer is overwritten by the next read, so it is copied before being kept
+  const fast = db as unknown as { getBinaryFast(key: Key): Buffer | undefined }
+  const copy = (value: V): V => (typeof value === 'object' && value !== null ? { ...value } : value)
   return (key) => {
-    const bytes = db.getBinary(key)
+    const bytes = fast.getBinaryFast(key)
     if (bytes === undefined) {
       kept.delete(key)
       return undefined
     }
+    const n = bytes.length
     const hit = kept.get(key)
-    if (hit !== undefined && hit.bytes.equals(bytes)) return { ...hit.value }
+    if (hit !== undefined && hit.bytes.length === n && hit.bytes.compare(bytes, 0, n) === 0) return copy(hit.value)
+    const own = Buffer.from(bytes.subarray(0, n))
     // decoded from these very bytes; a plain read is the same snapshot (renewed once per turn)
-    const value = decoder !== undefined ? decoder.decode(bytes) : db.get(key)!
+    const value = decoder !== undefined ? decoder.decode(own) : db.get(key)!
     if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
-    kept.set(key, { bytes, value })
-    return { ...value }
+    kept.set(key, { bytes: own, value })
+    return copy(value)
   }
 }
 
@@ -103,6 +110,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const tooLong = (key: string): boolean => Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES
   const readUser = decodedOnChange(users)
   const readSession = decodedOnChange(sessions)
+  const readMeta = decodedOnChange(meta)
 
   await migrate({
     version: () => (meta.get('schema_version') as number | undefined) ?? 0,
@@ -295,7 +303,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           return true
         }),
       ),
-    keysVersion: () => (meta.get('keys_version') as number | undefined) ?? 0,
+    // read on every access-token check (keys revoked by authctl count at once): kept cheap
+    keysVersion: () => (readMeta('keys_version') as number | undefined) ?? 0,
 
     schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
 
