@@ -183,7 +183,7 @@ export function createApp(deps: AppDeps): Handler {
       },
     },
     '/api/auth/me': {
-      GET: (x) => ok(x, 200, auth.me(x.req.headers.authorization)),
+      GET: (x) => ok(x, 200, auth.me(firstHeader(x.req, 'authorization'))),
     },
     '/.well-known/jwks.json': {
       GET: (x) => {
@@ -295,6 +295,21 @@ export function createApp(deps: AppDeps): Handler {
       sendError(x, err)
     }
   }
+}
+
+/**
+ * The value of header `name` (lower-case) as node's `req.headers` gives it for a header it keeps
+ * only once (authorization among them): the first one sent. Read from the raw list, because the
+ * first read of `req.headers` builds an object of every header the client sent, which /me, the
+ * hottest path, has no use for.
+ */
+export function firstHeader(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!
+    if (k.length === name.length && (k === name || k.toLowerCase() === name)) return raw[i + 1]
+  }
+  return undefined
 }
 
 const UNRESERVED = /^[A-Za-z0-9._~-]$/
