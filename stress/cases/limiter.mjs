@@ -4,7 +4,9 @@
  * costs no hash while the box is busy; and distributed stuffing (one attempt per account, a few
  * per address, under every limit) visible in metrics and logs.
  */
+import { execFile } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { collectGarbage, startDaemon, readLogLines, sleep } from '../lib/daemon.mjs'
@@ -14,6 +16,15 @@ import { histogramQuantile, metric, scrape } from '../lib/metrics.mjs'
 import { password } from '../lib/secrets.mjs'
 import { mb, percentile, pool, round } from '../lib/stats.mjs'
 import { check, info, timingCheck } from '../lib/report.mjs'
+
+const PROBER = fileURLToPath(new URL('../lib/prober.mjs', import.meta.url))
+
+/** runs a node script to its end; its standard output */
+function runNode(argv) {
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, argv, { timeout: 120_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)))
+  })
+}
 
 export const id = 'limiter'
 export const title = 'Rate limiter'
@@ -86,19 +97,8 @@ export async function run({ scale, dir, say }) {
     })
     await sleep(scale === 'full' ? 1500 : 500) // the hash queue is full before the first probe
     const before = await scrape(url)
-    const ms = []
-    const floor = []
-    let refused = 0
-    const agent = agentFor(probe)
-    for (let i = 0; i < cfg.probes; i++) {
-      const r = await login(url, `probe-${tag()}@example.test`, password(), { agent })
-      if (r.status === 429 && r.body?.message === 'Too many login attempts' && r.headers['retry-after'] !== undefined) refused++
-      ms.push(r.ms)
-      await sleep(5)
-      // the floor: a request that does nothing at all, in the same moments
-      floor.push((await request(url, 'GET', '/healthz', { agent })).ms)
-      await sleep(5)
-    }
+    // the probes come from a process of their own: this one is busy driving the flood
+    const { ms, floor, refused } = JSON.parse(await runNode([PROBER, url, probe, String(cfg.probes), '5']))
     const after = await scrape(url)
     stop = true
     await Promise.all(busy)
