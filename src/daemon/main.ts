@@ -13,7 +13,6 @@ import type { Config } from '../config/types.js'
 import { createLogger } from '../core/logger.js'
 import { createServices } from './services.js'
 import { listen } from './server.js'
-import { yieldHelperThreads } from './thread-priority.js'
 
 export const version = (): string =>
   (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
@@ -92,8 +91,6 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
     // the default public URL names the port actually chosen
     config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
   }
-  // every thread is up by now (libuv's pool, V8's helpers): hashes yield to the event loop
-  yieldHelperThreads()
   log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
 
   process.on('uncaughtException', (err) => {
