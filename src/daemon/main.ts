@@ -92,6 +92,9 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
     config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
   }
   log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+  // not left to the next batch of lines: whoever waits for this line (a supervisor, a script
+  // reading the port chosen by --port 0) sees it at once
+  log.flush()
 
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception')
