@@ -97,21 +97,28 @@ export async function run({ scale, dir, say }) {
     })
     await sleep(scale === 'full' ? 1500 : 500) // the hash queue is full before the first probe
     const before = await scrape(url)
-    // the probes come from a process of their own: this one is busy driving the flood
-    const { ms, floor, refused } = JSON.parse(await runNode([PROBER, url, probe, String(cfg.probes), '5']))
+    // The probes come from a process of their own: this one is busy driving the flood. Three
+    // rounds, and the figure is the median round's p99, as the benchmark takes its figures: one
+    // round's p99 rests on its four slowest probes, which a neighbour on this shared VM can set.
+    const rounds = []
+    for (let r = 0; r < 3; r++) rounds.push(JSON.parse(await runNode([PROBER, url, probe, String(cfg.probes), '5'])))
     const after = await scrape(url)
     stop = true
     await Promise.all(busy)
-    const p99 = percentile(ms, 99)
+    const p99s = rounds.map((r) => percentile(r.ms, 99))
+    const median = [...p99s].sort((a, b) => a - b)[1]
+    const { ms, floor } = rounds[p99s.indexOf(median)]
+    const refused = rounds.reduce((n, r) => n + r.refused, 0)
+    const p99 = median
     // the daemon's own view: its request-duration histogram, for these 429s only
     const server = histogramQuantile(before, after, 'authd_http_request_duration_seconds', { route: '/api/auth/login', status: '429' }, 0.99)
     const hashesDuring = metric(after, 'authd_login_total', { outcome: 'unknown_user' }) - metric(before, 'authd_login_total', { outcome: 'unknown_user' })
-    say(`limiter: 429 p99 ${round(p99, 2)} ms at the client (p50 ${round(percentile(ms, 50), 2)}), ≤ ${server.bound * 1000} ms in the daemon over ${server.total}; /healthz meanwhile p99 ${round(percentile(floor, 99), 2)} ms; ${hashesDuring} hashes ran`)
+    say(`limiter: 429 p99 ${round(p99, 2)} ms at the client, median of rounds ${p99s.map((x) => round(x, 2)).join(' / ')} (p50 ${round(percentile(ms, 50), 2)}), ≤ ${server.bound * 1000} ms in the daemon over ${server.total}; /healthz meanwhile p99 ${round(percentile(floor, 99), 2)} ms; ${hashesDuring} hashes ran`)
     figures.push(
       timingCheck(scale)('429 p99 busy', round(p99, 2), '<=', 5, 'ms'),
       info('in the daemon ≤', server.bound * 1000, 'ms'),
       info('/healthz p99 meanwhile', round(percentile(floor, 99), 2), 'ms'),
-      check('probes refused', refused, '=', cfg.probes),
+      check('probes refused', refused, '=', 3 * cfg.probes),
       check('hashes meanwhile', hashesDuring, '>', 0),
     )
   }
