@@ -53,7 +53,10 @@ function decodedOnChange<V>(db: Database<V, Key>): (key: string) => V | undefine
     const n = bytes.length
     const hit = kept.get(key)
     if (hit !== undefined && hit.bytes.length === n && hit.bytes.compare(bytes, 0, n) === 0) return copy(hit.value)
-    const own = Buffer.from(bytes.subarray(0, n))
+    // a copy of its own size: Buffer.from would cut a small one from a shared 8 KB slab, and the
+    // kept entry would hold the whole slab
+    const own = Buffer.allocUnsafeSlow(n)
+    own.set(bytes.subarray(0, n))
     // decoded from these very bytes; a plain read is the same snapshot (renewed once per turn)
     const value = decoder !== undefined ? decoder.decode(own) : db.get(key)!
     if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
