@@ -59,16 +59,17 @@ export interface AuthServiceDeps {
   now: () => number
   log: Logger
   events: AuthEvents
-  /** lines for rate-limit refusals (default: each written as it comes) */
-  refusals?: RefusalLog
+  /** where rate-limit refusals are logged (see refusal-log.ts) */
+  refusals: Pick<RefusalLog, 'refused'>
 }
 
 export interface AuthService {
   /**
    * Counts one login request against login.per_ip (CONTRACT 5: malformed ones count too) before
    * its body is read. When the limit refuses it (counted and logged) returns when to retry, for
-   * the 429 TOO_MANY_LOGINS answer; else undefined. login() does this itself unless told the request was admitted already: the
-   * HTTP layer admits first, so a refused login is answered without a promise or a body read.
+   * the 429 TOO_MANY_LOGINS answer; else undefined. login() does this itself unless told the
+   * request was admitted already: the HTTP layer admits first, so a refused login is answered
+   * without a promise or a body read.
    */
   admitLogin(client: ClientContext): { retryAfterS: number } | undefined
   /**
@@ -92,12 +93,9 @@ function credentials(body: Record<string, unknown>): { email: string; password: 
 }
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {
-  const { config, store, hasher, tokens, limiter, log, events } = deps
+  const { config, store, hasher, tokens, limiter, log, events, refusals } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
-  const refusals: Pick<RefusalLog, 'refused'> = deps.refusals ?? {
-    refused: ({ event, limit, ip }, msg) => log.info({ event, outcome: 'rate_limited', limit, ip }, msg),
-  }
 
   async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
     const now = deps.now()

@@ -116,11 +116,11 @@ export function createApp(deps: AppDeps): Handler {
       err = new AppError('INTERNAL')
     }
     const e = err as AppError
-    fail(x, e.code, e.message, e.retryAfterS)
+    fail(x, e.code, e.retryAfterS, e.message)
   }
 
-  /** the error answer for `code` (its status, and the headers that go with it) */
-  const fail = (x: Exchange, code: ErrorCode, message: string, retryAfterS?: number): void => {
+  /** the error answer for `code`: its status, its message (unless given filled in), its headers */
+  const fail = (x: Exchange, code: ErrorCode, retryAfterS?: number, message: string = errorRegistry[code].message): void => {
     const headers: Record<string, string | string[]> = {}
     if (retryAfterS !== undefined) headers['retry-after'] = String(retryAfterS)
     if (code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
@@ -153,7 +153,7 @@ export function createApp(deps: AppDeps): Handler {
         // body is never parsed (node discards it once the 429 is written)
         const client = x.client()
         const refused = auth.admitLogin(client)
-        if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', errorRegistry.TOO_MANY_LOGINS.message, refused.retryAfterS)
+        if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
         // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
         const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
