@@ -24,7 +24,8 @@ export interface AccessClaims {
 
 export interface AccessTokens {
   sign(claims: { sub: string; email: string; sid: string }): { token: string; expiresIn: number }
-  verify(token: string): AccessClaims | null
+  /** `changes`: the store's change counter, if the caller has just read it (Keyring.verifying) */
+  verify(token: string, changes?: number): AccessClaims | null
   /** how many verified tokens are remembered now (at most VERIFIED_TOKENS_CACHED) */
   readonly cached: number
 }
@@ -90,7 +91,7 @@ export function createAccessTokens(deps: {
   const timely = (v: Verified, nowS: number): boolean =>
     nowS < v.claims.exp + toleranceS && v.claims.iat <= nowS + toleranceS && v.nbf <= nowS + toleranceS
 
-  function verifyFully(token: string, nowS: number): Verified | null {
+  function verifyFully(token: string, nowS: number, changes: number | undefined): Verified | null {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null
     const dot1 = token.indexOf('.')
     const dot2 = token.lastIndexOf('.')
@@ -106,7 +107,7 @@ export function createAccessTokens(deps: {
     if (crit !== undefined) return null
     // typ is checked so that an ID token or other JWS of ours is not accepted
     if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
-    const key = deps.keyring.verifying(kid)
+    const key = deps.keyring.verifying(kid, changes)
     // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
     if (key === undefined || alg !== key.alg) return null
     // the claims are checked before the signature: an expired or foreign token (the usual bad
@@ -140,7 +141,7 @@ export function createAccessTokens(deps: {
       return { token: `${input}.${signature.toString('base64url')}`, expiresIn: ttlS }
     },
 
-    verify(token) {
+    verify(token, changes) {
       const nowS = Math.floor(deps.now() / 1000)
       const hit = verified.get(token)
       if (hit !== undefined) {
@@ -148,14 +149,14 @@ export function createAccessTokens(deps: {
         // every call, and the key must still be the very one that verified it. Any change to the
         // keys (revoked, rotated, a retiring key run out) reloads the keyring, and then nothing
         // remembered is trusted: the cache is emptied and this token is verified afresh.
-        if (deps.keyring.verifying(hit.key.kid) === hit.key) {
+        if (deps.keyring.verifying(hit.key.kid, changes) === hit.key) {
           if (timely(hit, nowS)) return hit.claims
           verified.delete(token)
           return null
         }
         verified.clear()
       }
-      const fresh = verifyFully(token, nowS)
+      const fresh = verifyFully(token, nowS, changes)
       if (fresh === null) return null
       if (verified.size >= VERIFIED_TOKENS_CACHED) verified.delete(verified.keys().next().value!)
       verified.set(token, fresh)

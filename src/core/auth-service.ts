@@ -3,7 +3,7 @@
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
 import type { Config } from '../config/types.js'
-import type { Store, UserRecord } from '../store/store.js'
+import type { SessionRecord, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
@@ -79,11 +79,26 @@ export interface AuthService {
   login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   me(authorization: string | undefined): { id: string; email: string }
+  /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED) */
+  readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
   logout(token: string | undefined, body: Record<string, unknown>, client: ClientContext): Promise<void>
 }
 
 const BEARER = /^bearer +(\S+)\s*$/i
+
+/**
+ * Sessions whose record and user /me remembers, with the store's change counter they were read
+ * at (see me()). Past it the oldest is forgotten and read again when next asked for.
+ */
+export const SESSIONS_REMEMBERED = 4096
+
+interface Remembered {
+  /** Store.changes() when these were read */
+  changes: number
+  session: SessionRecord
+  user: UserRecord | undefined
+}
 
 function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
   const { email, password } = body
@@ -96,6 +111,22 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { config, store, hasher, tokens, limiter, log, events, refusals } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
+
+  const remembered = new Map<string, Remembered>()
+  /** the session `sid` and its user as the store has them now (see me()) */
+  function sessionAndUser(sid: string, changes: number): Remembered | undefined {
+    const hit = remembered.get(sid)
+    if (hit !== undefined && hit.changes === changes) return hit
+    const session = store.getSession(sid)
+    if (session === undefined) {
+      if (hit !== undefined) remembered.delete(sid)
+      return undefined
+    }
+    const r: Remembered = { changes, session, user: store.getUser(session.userId) }
+    if (hit === undefined && remembered.size >= SESSIONS_REMEMBERED) remembered.delete(remembered.keys().next().value!)
+    remembered.set(sid, r)
+    return r
+  }
 
   async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
     const now = deps.now()
@@ -248,15 +279,24 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       return startSession(user, client)
     },
 
+    get sessionsRemembered() {
+      return remembered.size
+    },
+
     me(authorization) {
       const m = authorization === undefined ? null : BEARER.exec(authorization)
       if (m === null) {
         events.me('missing')
         throw new AppError('UNAUTHORIZED')
       }
-      const claims = tokens.verify(m[1]!)
-      const session = claims === null ? undefined : store.getSession(claims.sid)
-      const user = session === undefined || session.userId !== claims!.sub ? undefined : store.getUser(session.userId)
+      // One read of the store's change counter; the keys, the session and the user are read again
+      // only when it moved. Any write by any process (a session revoked, a user disabled, a key
+      // revoked, by authd or authctl) moves it in the same transaction, so the next /me sees it.
+      const changes = store.changes()
+      const claims = tokens.verify(m[1]!, changes)
+      const found = claims === null ? undefined : sessionAndUser(claims.sid, changes)
+      const session = found?.session
+      const user = session === undefined || session.userId !== claims!.sub ? undefined : found!.user
       if (user === undefined || user.disabled || !isLive(session!, deps.now(), sessionPolicy)) {
         events.me('invalid')
         throw new AppError('INVALID_ACCESS_TOKEN')

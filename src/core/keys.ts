@@ -45,12 +45,19 @@ export interface LoadedKey {
 export interface Keyring {
   /** the key that signs now */
   signing(): LoadedKey
-  /** a key that may verify tokens now (active or retiring), or undefined */
-  verifying(kid: string): LoadedKey | undefined
+  /**
+   * A key that may verify tokens now (active or retiring), or undefined. `changes` is the
+   * store's change counter if the caller has just read it (see reload).
+   */
+  verifying(kid: string, changes?: number): LoadedKey | undefined
   /** the public keys that verify current tokens */
   jwks(): { keys: LoadedKey['jwk'][] }
-  /** re-reads the store if its keys changed (cheap when they did not) */
-  reload(): boolean
+  /**
+   * Re-reads the store if its keys changed (cheap when they did not): one read of the store's
+   * change counter, none when the caller passes it in, and the keys version only when that
+   * counter moved.
+   */
+  reload(changes?: number): boolean
 }
 
 /**
@@ -59,6 +66,8 @@ export interface Keyring {
  */
 export function createKeyring(deps: { store: Store; now: () => number; verifyWindowMs: number }): Keyring {
   let version = -1
+  // the store's change counter when the keys version was last read
+  let seenChanges = -1
   let byKid = new Map<string, LoadedKey>()
   let active: LoadedKey | undefined
   let jwks: { keys: LoadedKey['jwk'][] } = { keys: [] }
@@ -103,9 +112,9 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
       if (active === undefined) throw new Error('no active signing key')
       return active
     },
-    verifying(kid) {
+    verifying(kid, changes) {
       // one cheap read per call, so a key revoked by authctl is refused on the very next request
-      ring.reload()
+      ring.reload(changes)
       return byKid.get(kid)
     },
     jwks() {
@@ -113,9 +122,12 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
       ring.reload()
       return jwks
     },
-    reload() {
+    reload(changes = deps.store.changes()) {
+      const now = deps.now()
+      if (changes === seenChanges && now <= nextChange) return false
+      seenChanges = changes
       const v = deps.store.keysVersion()
-      if (v === version && deps.now() <= nextChange) return false
+      if (v === version && now <= nextChange) return false
       version = v
       load()
       return true

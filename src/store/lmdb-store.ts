@@ -115,10 +115,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const readSession = decodedOnChange(sessions)
   const readMeta = decodedOnChange(meta)
 
+  // Every write goes through here: the change counter (Store.changes) is bumped in the same
+  // transaction as the write, so no reader can see the one without the other.
+  const write = <T>(fn: () => T): Promise<T> =>
+    root.transaction(() => {
+      const result = fn()
+      meta.put('changes', ((meta.get('changes') as number | undefined) ?? 0) + 1)
+      return result
+    })
+
   await migrate({
     version: () => (meta.get('schema_version') as number | undefined) ?? 0,
     setVersion: (v) => meta.put('schema_version', v),
-    transaction: (fn) => root.transaction(fn),
+    transaction: write,
     isEmpty: () => users.getKeysCount() === 0 && keys.getKeysCount() === 0 && meta.get('schema_version') === undefined,
   })
 
@@ -152,7 +161,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     listUsers: () => [...users.getRange().map(({ value }) => value)],
     createUser: (user) =>
-      root.transaction(() => {
+      write(() => {
         if (emails.get(user.email) !== undefined) return false
         if (tooLong(user.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
         emails.put(user.email, user.id)
@@ -161,7 +170,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }),
     updateUser: (id, change) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           const current = users.get(id)
           if (current === undefined) return undefined
           const next = change(current)
@@ -176,7 +185,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     deleteUser: (id) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           const user = users.get(id)
           if (user === undefined) return false
           for (const { key } of userSessions.getRange({ start: [id], end: [id, '\uffff'] })) {
@@ -202,7 +211,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
     createSession: (s) =>
-      root.transaction(() => {
+      write(() => {
         sessions.put(s.id, s)
         userSessions.put([s.userId, s.id], true)
         refresh.put(s.refreshHash, s.id)
@@ -210,7 +219,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }),
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>) {
       let revoked = false
-      const result = await root.transaction(() => {
+      const result = await write(() => {
         const sid = refresh.get(tokenHash)
         const current = sid === undefined ? undefined : sessions.get(sid)
         const d = decide(current)
@@ -236,7 +245,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     revokeSession: (id) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           const s = sessions.get(id)
           if (s === undefined) return false
           deleteSessionTx(s)
@@ -245,7 +254,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     revokeUserSessions: (userId) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           let n = 0
           for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
             const s = sessions.get((key as string[])[1])
@@ -259,7 +268,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     revokeAllSessions: () =>
       durable(
-        root.transaction(() => {
+        write(() => {
           let n = 0
           for (const { value } of sessions.getRange()) {
             deleteSessionTx(value)
@@ -274,14 +283,14 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     getKey: (kid) => (tooLong(kid) ? undefined : keys.get(kid)),
     putKey: (key) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           keys.put(key.kid, key)
           bumpKeysVersion()
         }),
       ),
     rotateKey: (key, now) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           for (const { value } of keys.getRange()) {
             if (value.state === 'active') keys.put(value.kid, { ...value, state: 'retiring', retiringAt: now })
           }
@@ -290,7 +299,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         }),
       ),
     ensureActiveKey: (create) =>
-      root.transaction(() => {
+      write(() => {
         for (const { value } of keys.getRange()) if (value.state === 'active') return value
         const key = create()
         keys.put(key.kid, key)
@@ -299,7 +308,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }),
     deleteKey: (kid) =>
       durable(
-        root.transaction(() => {
+        write(() => {
           if (keys.get(kid) === undefined) return false
           keys.remove(kid)
           bumpKeysVersion()
@@ -308,6 +317,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     // read on every access-token check (keys revoked by authctl count at once): kept cheap
     keysVersion: () => (readMeta('keys_version') as number | undefined) ?? 0,
+    changes: () => (readMeta('changes') as number | undefined) ?? 0,
 
     schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
 

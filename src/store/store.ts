@@ -105,6 +105,12 @@ export interface Store {
   deleteKey(kid: string): Promise<boolean>
   /** a number that changes whenever the keys change, cheap to poll */
   keysVersion(): number
+  /**
+   * A number that changes with every write to the store, by any process (it is bumped inside
+   * each write transaction). A reader that finds it unchanged since it read some records knows
+   * those records are as it read them. One cheap read: the daemon polls it on every /me.
+   */
+  changes(): number
 
   // meta
   schemaVersion(): number

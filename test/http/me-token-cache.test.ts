@@ -5,9 +5,11 @@
  * end with the real `authd start` and `authctl` processes.
  */
 import t, { type Test } from 'tap'
-import { addUser, call, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
+import { addUser, buildApp, call, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
 import { decode } from '../helpers/jwt.js'
 import { runCtl } from '../cli/run.js'
+import { createAccessTokens } from '../../src/core/access-tokens.js'
+import { SESSIONS_REMEMBERED } from '../../src/core/auth-service.js'
 import { generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
@@ -132,4 +134,66 @@ t.test('end to end: the real daemon, changed by the real authctl', async (t) => 
   refused(t, await me(daemon.url, old))
   t.equal((await me(daemon.url, fresh)).status, 200, 'tokens of the new key still verify')
   t.equal(await daemon.stop(), 0)
+})
+
+t.test('a session /me remembers still runs out on time, with no write to tell it', async (t) => {
+  for (const [env, ttl] of [
+    [{ AUTHD_SESSIONS_IDLE_TTL: '5m' }, 5 * 60_000],
+    [{ AUTHD_SESSIONS_ABSOLUTE_TTL: '5m' }, 5 * 60_000],
+  ] as const) {
+    const clock = { now: Date.now() }
+    const app = await startServer(t, { env, now: () => clock.now })
+    await addUser(app, 'ann@example.com', PASSWORD)
+    const token = await login(app.url, 'ann@example.com')
+    await warm(t, app.url, token)
+    clock.now += ttl - 1
+    t.equal((await me(app.url, token)).status, 200, `live just before ${Object.keys(env)[0]}`)
+    clock.now += 1
+    refused(t, await me(app.url, token))
+  }
+})
+
+t.test('a write to something else is no reason to refuse: the session is read again and still live', async (t) => {
+  const app = await startServer(t)
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const other = await admin(t, app.dir)
+  const token = await login(app.url, 'ann@example.com')
+  await warm(t, app.url, token)
+  const before = app.store.changes()
+  await addUser(app, 'bob@example.com', PASSWORD)
+  await other.updateUser((await other.getUserByEmail('bob@example.com'))!.id, (u) => ({ ...u, disabled: true }))
+  await settle()
+  t.not(app.store.changes(), before)
+  t.equal((await me(app.url, token)).status, 200)
+  t.equal((await me(app.url, token)).status, 200)
+})
+
+t.test(`remembers at most ${SESSIONS_REMEMBERED} sessions, and answers the same for one it forgot`, async (t) => {
+  const app = await buildApp(t)
+  const ann = await addUser(app, 'ann@example.com', PASSWORD)
+  const c = app.config.tokens
+  const tokens = createAccessTokens({ keyring: app.keyring, now: Date.now, issuer: c.issuer, audience: c.audience, ttlMs: c.accessTtlMs, clockToleranceMs: c.clockToleranceMs })
+  const headers: string[] = []
+  const now = Date.now()
+  for (let i = 0; i < SESSIONS_REMEMBERED + 10; i++) {
+    const sid = `session-${i}`
+    await app.store.createSession({
+      id: sid,
+      userId: ann.id,
+      createdAt: now,
+      lastUsedAt: now,
+      expiresAt: now + 60_000,
+      ip: '127.0.0.1',
+      userAgent: 'test',
+      refreshHash: `hash-${i}`,
+      previousHash: null,
+      rotatedAt: null,
+      generation: 0,
+    })
+    headers.push(`Bearer ${tokens.sign({ sub: ann.id, email: ann.email, sid }).token}`)
+  }
+  t.same(new Set(headers.map((h) => app.auth.me(h).id)), new Set([ann.id]), 'every one accepted')
+  t.equal(app.auth.sessionsRemembered, SESSIONS_REMEMBERED, 'no more than the bound')
+  t.equal(app.auth.me(headers[0]!).email, 'ann@example.com', 'the first, forgotten, is read again')
+  t.equal(app.auth.sessionsRemembered, SESSIONS_REMEMBERED)
 })
