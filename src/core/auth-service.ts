@@ -78,7 +78,7 @@ export interface AuthService {
    */
   login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
-  me(authorization: string | undefined): { id: string; email: string }
+  me(authorization: string | undefined): Readonly<{ id: string; email: string }>
   /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED) */
   readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
@@ -93,11 +93,20 @@ const BEARER = /^bearer +(\S+)\s*$/i
  */
 export const SESSIONS_REMEMBERED = 4096
 
+/**
+ * What /me needs of a session and its user, as read at `changes`. Plain values only, updated in
+ * place when re-read: an entry replaced by a new object on every write (a login flood moves the
+ * counter all the time) left old ones to pile up in the old generation until a full collection.
+ */
 interface Remembered {
   /** Store.changes() when these were read */
   changes: number
-  session: SessionRecord
-  user: UserRecord | undefined
+  userId: string
+  expiresAt: number
+  lastUsedAt: number
+  /** the user's id and email (what /me answers; frozen, as it is shared), or undefined once gone */
+  user: Readonly<{ id: string; email: string }> | undefined
+  disabled: boolean
 }
 
 function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
@@ -115,16 +124,27 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const remembered = new Map<string, Remembered>()
   /** the session `sid` and its user as the store has them now (see me()) */
   function sessionAndUser(sid: string, changes: number): Remembered | undefined {
-    const hit = remembered.get(sid)
-    if (hit !== undefined && hit.changes === changes) return hit
+    let r = remembered.get(sid)
+    if (r !== undefined && r.changes === changes) return r
     const session = store.getSession(sid)
     if (session === undefined) {
-      if (hit !== undefined) remembered.delete(sid)
+      if (r !== undefined) remembered.delete(sid)
       return undefined
     }
-    const r: Remembered = { changes, session, user: store.getUser(session.userId) }
-    if (hit === undefined && remembered.size >= SESSIONS_REMEMBERED) remembered.delete(remembered.keys().next().value!)
-    remembered.set(sid, r)
+    const user = store.getUser(session.userId)
+    if (r === undefined) {
+      if (remembered.size >= SESSIONS_REMEMBERED) remembered.delete(remembered.keys().next().value!)
+      r = { changes, userId: session.userId, expiresAt: session.expiresAt, lastUsedAt: session.lastUsedAt, user: undefined, disabled: false }
+      remembered.set(sid, r)
+    }
+    r.changes = changes
+    r.userId = session.userId
+    r.expiresAt = session.expiresAt
+    r.lastUsedAt = session.lastUsedAt
+    // the same object while the user's id and email are as they were
+    if (user === undefined) r.user = undefined
+    else if (r.user === undefined || r.user.id !== user.id || r.user.email !== user.email) r.user = Object.freeze({ id: user.id, email: user.email })
+    r.disabled = user?.disabled ?? false
     return r
   }
 
@@ -295,14 +315,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const changes = store.changes()
       const claims = tokens.verify(m[1]!, changes)
       const found = claims === null ? undefined : sessionAndUser(claims.sid, changes)
-      const session = found?.session
-      const user = session === undefined || session.userId !== claims!.sub ? undefined : found!.user
-      if (user === undefined || user.disabled || !isLive(session!, deps.now(), sessionPolicy)) {
+      if (found === undefined || found.userId !== claims!.sub || found.user === undefined || found.disabled || !isLive(found, deps.now(), sessionPolicy)) {
         events.me('invalid')
         throw new AppError('INVALID_ACCESS_TOKEN')
       }
       events.me('success')
-      return { id: user.id, email: user.email }
+      return found.user
     },
 
     async refresh(token, client) {

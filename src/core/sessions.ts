@@ -51,7 +51,7 @@ export interface SessionPolicy {
 }
 
 /** Whether a session can still be used at `now` (for access tokens and refresh alike). */
-export function isLive(s: SessionRecord, now: number, policy: SessionPolicy): boolean {
+export function isLive(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, now: number, policy: SessionPolicy): boolean {
   return now < s.expiresAt && now < s.lastUsedAt + policy.idleTtlMs
 }
 
