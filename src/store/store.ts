@@ -108,7 +108,9 @@ export interface Store {
   /**
    * A number that changes with every write to the store, by any process (it is bumped inside
    * each write transaction). A reader that finds it unchanged since it read some records knows
-   * those records are as it read them. One cheap read: the daemon polls it on every /me.
+   * those records are as it read them. One cheap read, done once per turn of the event loop
+   * (the requests of one turn share lmdb's read snapshot anyway) and again after each write of
+   * this process: the daemon polls it on every /me.
    */
   changes(): number
 

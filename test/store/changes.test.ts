@@ -95,3 +95,37 @@ t.test('the counter survives a reopen: it never goes back to a value already see
   await second.revokeAllSessions()
   t.ok(second.changes() > seen)
 })
+
+t.test('the counter is read once per turn of the event loop, and again after a write of this handle', async (t) => {
+  const dir = t.testdir()
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  const { open } = await import('lmdb')
+  const raw = open({ path: dir, noSubdir: false, maxDbs: 16, compression: false })
+  t.teardown(() => raw.close())
+  const meta = raw.openDB({ name: 'meta' })
+
+  // a commit by another process in the middle of a turn: the turn keeps the value it read
+  // (lmdb's own read snapshot does the same), the next turn reads the new one
+  const first = store.changes()
+  meta.putSync('changes', first + 10)
+  t.equal(store.changes(), first, 'one turn, one value')
+  await nextRequest()
+  t.equal(store.changes(), first + 10, 'the next turn reads it again')
+
+  // this handle's own write: the turn that resolves it may have read the counter before the
+  // commit (here a callback reads it every turn); the write's caller still sees the new value
+  let spinning = true
+  const spin = (): void => {
+    if (!spinning) return
+    store.changes()
+    setImmediate(spin)
+  }
+  spin()
+  for (let i = 0; i < 20; i++) {
+    const before = store.changes()
+    await store.createUser(user(`u${i}`, `user${i}@example.com`))
+    t.equal(store.changes(), before + 1, `write ${i} is seen by its caller at once`)
+  }
+  spinning = false
+})
