@@ -21,7 +21,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { chooseGenerator, load } from './lib/load.mjs'
-import { cpuPlan, has, lastJson, pinned, rss, run } from './lib/proc.mjs'
+import { cpuPlan, has, lastJson, pinned, rss, run, settle } from './lib/proc.mjs'
 import { LOGIN_USERS, loginEmail, PASSWORD, prepare, scrape, startBare, startDaemon, unitEnvironment } from './lib/setup.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -212,6 +212,7 @@ for (let r = 1; r <= ROUNDS; r++) {
   expect(round.flood.me.non2xx === 0 && round.flood.me.errors === 0, `round ${r}: /me during the login flood answered errors`)
   expect(round.flood.login.non2xx === 0 && round.flood.login.errors === 0, `round ${r}: the login flood answered errors`)
 
+  await settle(daemon.pid)
   round.rss = rss(daemon.pid)
   log(
     `  bare ${round.bare.rps.toFixed(0)}/s  me ${round.meSame.rps.toFixed(0)}/s  me-distinct ${round.meDistinct.rps.toFixed(0)}/s  es256 ${round.es256.perSecond.toFixed(0)}/s  ` +

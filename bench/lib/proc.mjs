@@ -52,3 +52,30 @@ export function rss(pid) {
   const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN)
   return { totalMb: kb('VmRSS') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024, hwmMb: kb('VmHWM') / 1024 }
 }
+
+/** CPU time (user + system) a process has used, in clock ticks, from /proc */
+function cpuTicks(pid) {
+  try {
+    // the fields after the command name, which is in parentheses and may hold spaces
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Waits until a process is at rest: less than 20 ms of CPU in 500 ms (at most `maxMs`). A load
+ * generator stops sending at once, but logins it left queued are still hashed for a second or
+ * so after, each with its 19 MiB: memory is measured once they are done.
+ */
+export async function settle(pid, maxMs = 10_000) {
+  const end = performance.now() + maxMs
+  let before = cpuTicks(pid)
+  while (before !== null && performance.now() < end) {
+    await sleep(500)
+    const now = cpuTicks(pid)
+    if (now === null || now - before <= 2) return
+    before = now
+  }
+}
