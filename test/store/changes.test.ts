@@ -6,25 +6,8 @@
 import t from 'tap'
 import { generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import type { SessionRecord, Store, UserRecord } from '../../src/store/store.js'
-
-const user = (id: string, email: string): UserRecord => ({ id, email, passwordHash: 'x', createdAt: 1, updatedAt: 1, disabled: false })
-const session = (id: string, userId: string): SessionRecord => ({
-  id,
-  userId,
-  createdAt: 1,
-  lastUsedAt: 1,
-  expiresAt: 10,
-  ip: '127.0.0.1',
-  userAgent: 'ua',
-  refreshHash: `h-${id}`,
-  previousHash: null,
-  rotatedAt: null,
-  generation: 0,
-})
-
-/** lmdb renews a handle's read snapshot by a timer: a read in the next turn sees every commit */
-const nextRequest = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5))
+import type { Store } from '../../src/store/store.js'
+import { nextRequest, session, user } from '../helpers/records.js'
 
 t.test('every kind of write moves the counter, and reads do not', async (t) => {
   const store = await openLmdbStore({ path: t.testdir() })

@@ -11,24 +11,7 @@
  */
 import t from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import type { SessionRecord, UserRecord } from '../../src/store/store.js'
-
-const user = (id: string, email: string): UserRecord => ({ id, email, passwordHash: 'x', createdAt: 1, updatedAt: 1, disabled: false })
-const session = (id: string, userId: string): SessionRecord => ({
-  id,
-  userId,
-  createdAt: 1,
-  lastUsedAt: 1,
-  expiresAt: 10,
-  ip: '127.0.0.1',
-  userAgent: 'ua',
-  refreshHash: `h-${id}`,
-  previousHash: null,
-  rotatedAt: null,
-  generation: 0,
-})
-
-const nextRequest = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5))
+import { nextRequest, session, user } from '../helpers/records.js'
 
 t.test('reads a change made through another handle on the next request', async (t) => {
   const dir = t.testdir()
