@@ -3,7 +3,7 @@
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
 import type { Config } from '../config/types.js'
-import type { SessionRecord, Store, UserRecord } from '../store/store.js'
+import type { Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'

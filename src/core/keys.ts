@@ -113,7 +113,8 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
       return active
     },
     verifying(kid, changes) {
-      // one cheap read per call, so a key revoked by authctl is refused on the very next request
+      // the store's change counter checked on every call (given by the caller, or one cheap read),
+      // so a key revoked by authctl is refused on the very next request
       ring.reload(changes)
       return byKid.get(kid)
     },

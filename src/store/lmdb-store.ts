@@ -333,7 +333,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           return true
         }),
       ),
-    // read on every access-token check (keys revoked by authctl count at once): kept cheap
+    // read when the change counter moved (a key revoked by authctl counts at once): kept cheap
     keysVersion: () => (readMeta('keys_version') as number | undefined) ?? 0,
     changes,
 

@@ -6,6 +6,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import t from 'tap'
+import { builtInDefaults } from '../../src/config/defaults.js'
 import { ROOT } from '../helpers/app.js'
 import { readUnit, values } from './files.js'
 
@@ -19,11 +20,13 @@ const unitEnv = Object.fromEntries(
   }),
 )
 
+const { passwords } = builtInDefaults()
+
 // One hash to start (the baseline), then rounds of four at once: libuv has four threads, so
 // every one of them runs hashes. Prints the growth of RSS over the baseline in MB.
 const child = `
 import argon2 from 'argon2'
-const options = { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 }
+const options = { type: argon2.argon2id, memoryCost: ${passwords.memory_kib}, timeCost: ${passwords.time_cost}, parallelism: ${passwords.parallelism} }
 const encoded = await argon2.hash('a long passphrase', options)
 if (!(await argon2.verify(encoded, 'a long passphrase'))) throw new Error('no verify')
 const base = process.memoryUsage().rss
