@@ -1,8 +1,17 @@
 /**
  * The "bare" baseline: node:http answering the same small JSON /me answers, doing no work at
  * all. It is the ceiling of a Node HTTP server on this machine; authd's rows are ratios of it.
+ *
+ * With `--verify <public-key.pem>` it is the "bare + ES256" reference instead: the same server,
+ * plus one ES256 signature check per request (node:crypto, KeyObject built once, no claims, no
+ * store) of the `Authorization: Bearer` token, 401 when it fails. That is the most any node:http
+ * server can answer on this machine when every request carries a token it has not seen, which is
+ * what the "/me, a different token on every request" row asks of authd.
+ *
  * Prints the port it listens on, then serves until killed.
  */
+import { createPublicKey, verify } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 
 const body = JSON.stringify({ success: true, data: { id: 'bXlJZGVudGlmaWVyMDEyMw', email: 'user-0001@bench.test' } })
@@ -13,9 +22,25 @@ const headers = {
   'content-length': Buffer.byteLength(body),
 }
 
+const verifyAt = process.argv.indexOf('--verify')
+const key = verifyAt === -1 ? null : createPublicKey(readFileSync(process.argv[verifyAt + 1], 'utf8'))
+
+/** the token's ES256 signature is good (header.payload signed, raw r||s signature) */
+function signed(authorization) {
+  if (authorization === undefined) return false
+  const token = authorization.slice('Bearer '.length)
+  const dot = token.lastIndexOf('.')
+  return verify('sha256', Buffer.from(token.slice(0, dot)), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(token.slice(dot + 1), 'base64url'))
+}
+
 const server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
   // drain a body if one is sent, then answer
   req.resume()
+  if (key !== null && !signed(req.headers.authorization)) {
+    res.writeHead(401, headers)
+    res.end(body)
+    return
+  }
   res.writeHead(200, headers)
   res.end(body)
 })

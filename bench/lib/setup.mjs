@@ -143,9 +143,10 @@ export async function startDaemon({ root, dir, env, cpu, logFile, nodeArgs = [],
   return { url, pid: proc.pid, readyMs: performance.now() - started, stop }
 }
 
-/** Starts the bare node:http baseline pinned to `cpu` */
-export async function startBare({ root, cpu }) {
-  const argv = pinned(cpu, [process.execPath, join(root, 'bench/bare-server.mjs')])
+/** Starts the bare node:http baseline pinned to `cpu` (with `verifyKeyFile`, the bare + ES256 reference) */
+export async function startBare({ root, cpu, verifyKeyFile }) {
+  const args = verifyKeyFile === undefined ? [] : ['--verify', verifyKeyFile]
+  const argv = pinned(cpu, [process.execPath, join(root, 'bench/bare-server.mjs'), ...args])
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
   const port = await new Promise((resolve, reject) => {
     let out = ''
