@@ -16,7 +16,7 @@ export function readEnv(env: Record<string, string | undefined>): Layer {
   for (const [name, text] of Object.entries(env)) {
     if (!name.startsWith('AUTHD_') || text === undefined || SPECIAL.has(name)) continue
     const path = byName.get(name)
-    if (path === undefined) throw new ConfigError(`config: unknown environment variable ${name}`, name)
+    if (path === undefined) throw new ConfigError(`config: unknown environment variable ${name} (got ${showValue(text)})`, name)
     const source = `from ${name}`
     layer.set(path, { value: fromEnvText(text, KEYS[path], path, source), source })
   }

@@ -27,7 +27,7 @@ export function flattenTable(table: object, source: string): Layer {
         if (!isTable(value)) throw new ConfigError(`config: ${path} must be a table (got ${showValue(value)} ${source})`, path)
         walk(value, path)
       } else {
-        throw new ConfigError(`config: unknown key "${path}" (${source})`, path)
+        throw new ConfigError(`config: unknown key "${path}" (got ${showValue(value)} ${source})`, path)
       }
     }
   }

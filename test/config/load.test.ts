@@ -142,16 +142,17 @@ t.test('an unparsable file is an error naming the file and the line', async (t) 
 })
 
 t.test('unknown keys in the file are errors, at any depth', async (t) => {
-  const cases: Array<[string, string]> = [
-    ['[server]\nprot = 1\n', 'server.prot'],
-    ['[servre]\nport = 1\n', 'servre'],
-    ['top = 1\n', 'top'],
-    ['[rate_limit.login]\nper_ip_mail = "5/1m"\n', 'rate_limit.login.per_ip_mail'],
-    ['[rate_limit.logout]\nper_ip = "5/1m"\n', 'rate_limit.logout'],
+  // each names the key and the value it was given (CONTRACT 1)
+  const cases: Array<[string, string, string]> = [
+    ['[server]\nprot = 1\n', 'server.prot', 'got 1 in'],
+    ['[servre]\nport = 1\n', 'servre', 'got a table in'],
+    ['top = "x"\n', 'top', 'got "x" in'],
+    ['[rate_limit.login]\nper_ip_mail = "5/1m"\n', 'rate_limit.login.per_ip_mail', 'got "5/1m" in'],
+    ['[rate_limit.logout]\nper_ip = "5/1m"\n', 'rate_limit.logout', 'got a table in'],
   ]
-  for (const [toml, key] of cases) {
+  for (const [toml, key, value] of cases) {
     const cwd = t.testdir({ 'auth.toml': toml })
-    configError(t, () => load(cwd), `"${key}"`, join(cwd, 'auth.toml'))
+    configError(t, () => load(cwd), `"${key}"`, value, join(cwd, 'auth.toml'))
   }
   const cwd = t.testdir({ 'auth.toml': 'server = 1\n' })
   configError(t, () => load(cwd), 'config: server must be a table')
@@ -161,8 +162,8 @@ t.test('unknown keys in the file are errors, at any depth', async (t) => {
 
 t.test('unknown AUTHD_ variables are errors; other variables are ignored', async (t) => {
   const cwd = t.testdir({})
-  configError(t, () => load(cwd, { env: { AUTHD_SERVER_PROT: '1' } }), 'AUTHD_SERVER_PROT')
-  configError(t, () => load(cwd, { env: { AUTHD_RATE_LIMIT_LOGIN: '5/1m' } }), 'AUTHD_RATE_LIMIT_LOGIN')
+  configError(t, () => load(cwd, { env: { AUTHD_SERVER_PROT: '1' } }), 'AUTHD_SERVER_PROT', '(got "1")')
+  configError(t, () => load(cwd, { env: { AUTHD_RATE_LIMIT_LOGIN: '5/1m' } }), 'AUTHD_RATE_LIMIT_LOGIN', '(got "5/1m")')
   t.equal(load(cwd, { env: { HOME: '/root', AUTHDX: '1', AUTHD_SERVER_PROT: undefined } }).config.server.port, 8080)
 })
 

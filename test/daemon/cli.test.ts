@@ -63,8 +63,8 @@ t.test('authd check-config exits 2 naming the key and the value', async (t) => {
 t.test('authd start with a bad config exits 2 with one line naming the key, and starts nothing', async (t) => {
   const cases: Array<[string, { args?: string[]; env?: Record<string, string>; files?: Record<string, string> }, RegExp[]]> = [
     ['a bad environment value', { env: { AUTHD_SERVER_PORT: 'abc' } }, [/server\.port|AUTHD_SERVER_PORT/, /abc/]],
-    ['an unknown environment key', { env: { AUTHD_SERVER_PROT: '1' } }, [/AUTHD_SERVER_PROT/]],
-    ['an unknown key in auth.toml', { files: { 'auth.toml': '[server]\nprot = 8080\n' } }, [/server\.prot/]],
+    ['an unknown environment key', { env: { AUTHD_SERVER_PROT: '1' } }, [/AUTHD_SERVER_PROT/, /got "1"/]],
+    ['an unknown key in auth.toml', { files: { 'auth.toml': '[server]\nprot = 8080\n' } }, [/server\.prot/, /got 8080/]],
     ['a bad value in auth.toml', { files: { 'auth.toml': '[tokens]\nalgorithm = "HS256"\n' } }, [/tokens\.algorithm/, /HS256/]],
     ['auth.toml that is not TOML', { files: { 'auth.toml': '[server\nport = \n' } }, [/auth\.toml/]],
     ['a missing --config file', { args: ['--config', 'nope.toml'] }, [/nope\.toml/]],
