@@ -182,8 +182,8 @@ export async function main(io: CliIo): Promise<number> {
     .description('revoke one session, every session of a user (--user), or every session (--all --yes)')
     .argument('[session-id]', 'the session to revoke')
     .option('--user <email|id>', 'revoke every session of this user')
-    .option('--all', 'revoke every session of every user (asks unless --yes)')
-    .option('--yes', 'do not ask for confirmation')
+    .option('--all', 'revoke every session of every user (only with --yes)')
+    .option('--yes', 'required with --all')
     .action(
       withStore(async (d, c) => {
         const m = await sessionsCmd()

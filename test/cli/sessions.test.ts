@@ -1,6 +1,8 @@
 import t from 'tap'
 import { addUser, buildApp } from '../helpers/app.js'
 import { ctlFor, PASSWORD } from './run.js'
+import { sessionsRevoke } from '../../src/cli/commands/sessions.js'
+import type { StoreDeps } from '../../src/cli/deps.js'
 
 const client = (ip: string, userAgent: string) => ({ ip, ipKey: ip, userAgent })
 
@@ -63,8 +65,17 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
 
   const unconfirmed = await ctl(['sessions', 'revoke', '--all'])
   t.equal(unconfirmed.code, 2)
-  t.equal(unconfirmed.stderr, 'authctl: Will not revoke every session of every user without confirmation: pass --yes (standard input is not a terminal).\n')
+  t.equal(unconfirmed.stderr, 'authctl: Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).\n')
   t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com' }, 'nothing was revoked')
+  // --yes is required even where a terminal could have been asked (CONTRACT 1: `--all --yes`)
+  let asked = false
+  const confirmingTerminal = async (): Promise<void> => {
+    asked = true
+  }
+  const terminalDeps = { confirm: confirmingTerminal } as unknown as StoreDeps
+  await t.rejects(sessionsRevoke(terminalDeps, { all: true, yes: false }), { name: 'UsageError' })
+  t.notOk(asked, 'not asked: refused before any question')
+  t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com' }, 'still nothing was revoked')
 
   const all = await ctl(['sessions', 'revoke', '--all', '--yes'])
   t.equal(all.code, 0)
