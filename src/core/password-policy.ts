@@ -10,8 +10,10 @@ export async function createPasswordPolicy(opts: { minLength: number; maxLength:
   const common = await loadCommonPasswords()
   return {
     check(password) {
-      // lengths in code points, not UTF-16 units: an emoji is one character to the user
-      const length = [...password.normalize('NFKC')].length
+      // lengths in code points of the password as sent (CONTRACT 2), not UTF-16 units (an emoji
+      // is one character to the user) and not its NFKC form, which is what gets hashed: the
+      // ligature "ﬃ" is one character typed, three after NFKC
+      const length = [...password].length
       if (length < opts.minLength) throw new AppError('PASSWORD_TOO_SHORT', { params: { min: opts.minLength } })
       if (length > opts.maxLength) throw new AppError('PASSWORD_TOO_LONG', { params: { max: opts.maxLength } })
       if (common.has(password.normalize('NFKC').toLowerCase())) throw new AppError('PASSWORD_TOO_COMMON')

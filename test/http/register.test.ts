@@ -179,6 +179,15 @@ t.test('password length is counted in code points', async (t) => {
   t.equal((await register(app, { email: 'max@x.io', password: emoji.repeat(256) })).status, 201, '256 emoji (512 units) are allowed')
   const login = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'max@x.io', password: emoji.repeat(256) } })
   t.equal(login.status, 200)
+
+  // counted as sent, not after NFKC (which the hash uses): U+FB03 "ﬃ" is one code point, "ffi" after it
+  const ligature = '\uFB03'
+  const few = await register(app, { email: 'lig@x.io', password: ligature.repeat(3) })
+  t.same([few.status, few.body], [400, { success: false, message: 'Password must be at least 8 characters' }], '3 ligatures are 3 characters, not 9')
+  const many = await register(app, { email: 'lig200@x.io', password: ligature.repeat(200) })
+  t.equal(many.status, 201, '200 ligatures are 200 characters, under 256 (600 after NFKC)')
+  const back = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'lig200@x.io', password: 'ffi'.repeat(200) } })
+  t.equal(back.status, 200, 'and the password is the NFKC form, as every password is hashed')
 })
 
 t.test('the limits follow passwords.min_length and max_length', async (t) => {
