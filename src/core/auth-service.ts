@@ -211,17 +211,25 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         { key: ipEmailKey, rule: rl.login.perIpEmail },
         { key: limitKey('login_email', email), rule: rl.login.perEmail },
       ])
-      if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, 'login.per_email', client))
+      if (!attempt.ok) {
+        const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : 'login.per_email'
+        throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, limit, client))
+      }
+      // a login the hash queue turns away (503 Server busy) checked nothing: not a failed attempt
+      const uncounted = (err: unknown): never => {
+        if (isAppError(err) && err.code === 'BUSY') limiter.release(attempt.token)
+        throw err
+      }
 
       const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
       if (user === undefined) {
         // the dummy hash makes an unknown email cost what a wrong password costs
-        await hasher.verifyDummy(input.password)
+        await hasher.verifyDummy(input.password).catch(uncounted)
         events.login('unknown_user')
         log.info({ event: 'login', outcome: 'unknown_user', ip: client.ip }, 'login failed')
         throw new AppError('INVALID_CREDENTIALS')
       }
-      const ok = await hasher.verify(user.passwordHash, input.password)
+      const ok = await hasher.verify(user.passwordHash, input.password).catch(uncounted)
       if (!ok || user.disabled) {
         const outcome = ok ? 'disabled' : 'bad_password'
         events.login(outcome)

@@ -11,7 +11,11 @@ export interface ConsumeToken {
   readonly kind: 'rate-limit-token'
 }
 
-export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number }
+/**
+ * A refusal says which entry had no room (`blockedBy`, its index; the first such one) or -1 when
+ * every entry had room but the limiter could not hold a new key (`maxKeys`).
+ */
+export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number; blockedBy: number }
 
 export interface RateLimiter {
   /**
@@ -174,6 +178,7 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
     if (held + entries.length > maxKeys) sweep(t, held + entries.length - maxKeys)
 
     let blocked = false
+    let blockedBy = -1
     let waitMs = 0
     let newKeys = 0
     for (let i = 0; i < entries.length; i++) {
@@ -189,6 +194,7 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
       const inWindow = n === undefined ? 0 : live(w, n, t)
       const over = inWindow + earlier - rule.count // ≥ 0: this many events must expire first
       if (over >= 0) {
+        if (!blocked) blockedBy = i
         blocked = true
         waitMs = Math.max(waitMs, n !== undefined && over < inWindow ? n.times[over] + w.ms - t : w.ms)
       }
@@ -207,7 +213,7 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
       blocked = true
       waitMs = Math.max(waitMs, earliest - t)
     }
-    if (blocked) return { ok: false, retryAfterS: toSeconds(waitMs) }
+    if (blocked) return { ok: false, retryAfterS: toSeconds(waitMs), blockedBy }
 
     const counted: Counted[] = []
     for (const { key, rule } of entries) {

@@ -152,12 +152,13 @@ export function createApp(deps: AppDeps): Handler {
   const routes: Record<string, Partial<Record<string, RouteHandler>>> = {
     '/api/auth/login': {
       POST: (x) => {
-        checkOrigin(x)
-        // login.per_ip counts malformed requests too (CONTRACT 5), so it is charged before the
-        // body is read; a login it refuses is answered here and then, without a promise, and its
-        // body is never parsed (node discards it once the 429 is written)
+        // login.per_ip counts every login request, malformed ones and foreign origins too
+        // (CONTRACT 5), so it is charged before anything else is looked at; a login it refuses is
+        // answered here and then, without a promise, and its body is never parsed (node discards
+        // it once the 429 is written). A foreign origin is still told 403 first.
         const client = x.client()
         const refused = auth.admitLogin(client)
+        checkOrigin(x)
         if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
         // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
@@ -268,12 +269,16 @@ export function createApp(deps: AppDeps): Handler {
   }
 
   function preflight(x: Exchange): void {
+    // a preflight of a cookie endpoint is a request like any other there: a foreign origin is
+    // refused (no browser would go on without the CORS headers anyway)
+    if (x.route !== '/api/auth/me') checkOrigin(x)
     // the CORS headers (or their absence) are added for every /api/auth/* response below
     x.res.writeHead(204, {
       'access-control-allow-methods': 'GET, POST',
       'access-control-allow-headers': 'Content-Type, Authorization',
       'access-control-max-age': '600',
       'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
       'x-request-id': x.id,
     })
     x.res.end()
@@ -293,7 +298,8 @@ export function createApp(deps: AppDeps): Handler {
     const route = handler === undefined ? 'unknown' : path
     const x = new Exchange(req, res, id, route, started, clientIpOf)
 
-    if (route.startsWith('/api/auth/') && config.cors.origins.length > 0) {
+    // every /api/auth/* answer, a 404 for a path under it too, so a page can read what went wrong
+    if (path.startsWith('/api/auth/') && config.cors.origins.length > 0) {
       res.setHeader('vary', 'Origin')
       const origin = req.headers.origin
       if (origin !== undefined && origins.corsAllowed(origin)) {

@@ -83,6 +83,7 @@ t.test('multi-entry consume is atomic: one blocked entry counts nothing on the o
       { key: 'ip', rule: tight },
     ])
     t.equal(retry(r), 50, 'refused because of ip')
+    t.match(r, { ok: false, blockedBy: 1 }, 'and it says so: the second entry')
   }
   t.equal(limiter.size(), 1, 'the refused calls did not even create the email key')
   // email has had nothing counted: all 3 of its slots are free
@@ -96,6 +97,7 @@ t.test('multi-entry retry-after is the longest wait among the blocked entries', 
   clock.advance(1000)
   const r = limiter.consume([{ key: 'a', rule: rule(1, 10_000) }, { key: 'b', rule: rule(1, 60_000) }])
   t.equal(retry(r), 59)
+  t.match(r, { ok: false, blockedBy: 0 }, 'blockedBy names the first entry without room')
 })
 
 t.test('one key listed twice in a call is charged twice', async (t) => {
@@ -219,6 +221,7 @@ t.test('maxKeys: full of live keys refuses a new key and keeps counting the held
   }
   const refused = limiter.consume([{ key: 'd', rule: r2 }])
   t.equal(retry(refused), 57, "refused until the earliest live key ('a', at 0 s) expires at 60 s")
+  t.match(refused, { ok: false, blockedBy: -1 }, 'no entry was out of room: the limiter was')
   t.equal(limiter.size(), 3)
   t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok, 'held keys still count')
   t.notOk(limiter.consume([{ key: 'a', rule: r2 }]).ok, "and 'a' was not evicted: its first event still counts")

@@ -80,10 +80,40 @@ t.test('preflights are answered 204 allowing GET, POST and Content-Type, Authori
     t.ok(varyOrigin(r))
     t.same(setCookies(r), [])
   }
-  const denied = await call(app.url, 'OPTIONS', '/api/auth/login', { headers: { origin: EVIL, 'access-control-request-method': 'POST' } })
-  t.equal(denied.headers['access-control-allow-origin'], undefined, 'a foreign origin is not allowed by the preflight')
-  t.equal(denied.headers['access-control-allow-credentials'], undefined)
-  t.ok(varyOrigin(denied), 'Vary: Origin still, so a cache keeps the answers apart')
+  for (const path of ['/api/auth/login', '/api/auth/register', '/api/auth/refresh', '/api/auth/logout']) {
+    const denied = await call(app.url, 'OPTIONS', path, { headers: { origin: EVIL, 'access-control-request-method': 'POST' } })
+    t.equal(denied.status, 403, `${path}: a preflight from a foreign origin is refused like the request`)
+    t.same(denied.body, { success: false, message: 'Forbidden origin' })
+    t.equal(denied.headers['access-control-allow-origin'], undefined, 'a foreign origin is not allowed by the preflight')
+    t.equal(denied.headers['access-control-allow-credentials'], undefined)
+    t.ok(varyOrigin(denied), 'Vary: Origin still, so a cache keeps the answers apart')
+  }
+  const me = await call(app.url, 'OPTIONS', '/api/auth/me', { headers: { origin: EVIL, 'access-control-request-method': 'GET' } })
+  t.equal(me.status, 204, '/me has no cookie: its preflight is answered, without CORS headers for a foreign origin')
+  t.equal(me.headers['access-control-allow-origin'], undefined)
+  t.equal(me.headers['x-content-type-options'], 'nosniff', 'the headers of every response')
+  t.equal(me.headers['cache-control'], 'no-store')
+  const own = await call(app.url, 'OPTIONS', '/api/auth/login', { headers: { origin: OWN, 'access-control-request-method': 'POST' } })
+  t.equal(own.status, 204, 'the own origin may preflight the cookie endpoints')
+
+  const missing = await call(app.url, 'GET', '/api/auth/nope', { headers: { origin: APP } })
+  t.equal(missing.status, 404)
+  t.equal(missing.headers['access-control-allow-origin'], APP, 'a 404 under /api/auth/ is readable by an allowed page')
+  t.ok(varyOrigin(missing))
+  const outside = await call(app.url, 'GET', '/nope', { headers: { origin: APP } })
+  t.equal(outside.headers['access-control-allow-origin'], undefined, 'outside /api/auth/ there is no CORS')
+})
+
+t.test('a login refused for its origin still counts towards login.per_ip (CONTRACT 5: all login requests)', async (t) => {
+  const app = await startServer(t, { env: { ...ENV, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '2/15m' } })
+  await addUser(app, EMAIL, PASSWORD)
+  for (let i = 0; i < 3; i++) {
+    const r = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { origin: EVIL } })
+    t.equal(r.status, 403, 'a foreign origin is told 403, over the limit or not')
+  }
+  const next = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } })
+  t.equal(next.status, 429, 'the two allowed were used by the foreign-origin requests')
+  t.equal(next.body.message, 'Too many login attempts')
 })
 
 t.test('a foreign Origin on the cookie endpoints: 403 Forbidden origin, no cookie set or rotated', async (t) => {

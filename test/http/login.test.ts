@@ -316,6 +316,23 @@ t.test('answers 503 "Server busy" with Retry-After and no stack when the hash qu
   t.equal((await login(app, { email: 'ann@example.com', password: PASSWORD })).status, 200, 'fine again once the queue drains')
 })
 
+t.test('a login turned away by the full hash queue (503) is not counted as a failed attempt', async (t) => {
+  const app = await startServer(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' }, hashConcurrency: 1, hashMaxQueue: 1 })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  // one hash running and one queued: the queue is full
+  const others = Promise.all([0, 1].map((i) => login(app, { email: `nobody${i}@example.com`, password: PASSWORD })))
+  const deadline = Date.now() + 5_000
+  while (app.hasher.pending < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1))
+  const busy = await login(app, { email: 'ann@example.com', password: 'wrong-password' })
+  t.equal(busy.status, 503, 'turned away while the queue is full')
+  t.same((await others).map((r) => r.status), [401, 401])
+  // with a limit of one failure, a counted 503 would make this a 429
+  const first = await login(app, { email: 'ann@example.com', password: 'wrong-password' })
+  t.equal(first.status, 401, 'the 503 used none of per_ip_email (1/15m)')
+  const second = await login(app, { email: 'ann@example.com', password: 'wrong-password' })
+  t.equal(second.status, 429, 'the failure that was checked counts')
+})
+
 t.test('counts login outcomes in the metrics', async (t) => {
   const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/15m' } })
   await addUser(app, 'ann@example.com', PASSWORD)
@@ -332,5 +349,7 @@ t.test('counts login outcomes in the metrics', async (t) => {
   t.match(text, /^authd_login_total\{outcome="invalid_input"\} 1$/m)
   t.match(text, /^authd_login_total\{outcome="bad_password"\} 3$/m)
   t.match(text, /^authd_login_total\{outcome="rate_limited"\} 1$/m)
+  t.match(text, /^authd_rate_limited_total\{limit="login.per_ip_email"\} 1$/m, 'named after the limit that refused it')
+  t.notMatch(text, /limit="login.per_email"/)
   t.match(text, /^authd_http_request_duration_seconds_count\{route="\/api\/auth\/login",method="POST",status="401"\} 5$/m)
 })
