@@ -12,7 +12,7 @@ import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
 import { limitKey } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
-import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, type RefreshOutcome } from './sessions.js'
+import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, type RefreshOutcome } from './sessions.js'
 import { newUserId } from './users.js'
 
 export interface ClientContext {
@@ -164,6 +164,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       previousHash: null,
       rotatedAt: null,
       generation: 0,
+      familyHash: familyHashOf(refreshToken),
+      rotations: [],
     })
     const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId })
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
@@ -348,8 +350,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       const now = deps.now()
       const hash = hashToken(token)
-      const outcome: RefreshOutcome = await store.refreshSession(hash, (s) =>
-        decideRefresh(s, { token, hash }, { now, policy: sessionPolicy }),
+      const outcome: RefreshOutcome = await store.refreshSession(
+        hash,
+        (s) => decideRefresh(s, { token, hash }, { now, policy: sessionPolicy }),
+        familyHashOf(token),
       )
       if (outcome.kind === 'reuse') {
         events.refresh('reuse')
@@ -371,7 +375,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
     async logout(token, body, client) {
       if (token === undefined || !REFRESH_TOKEN.test(token)) return
-      const sid = store.findSessionIdByRefreshHash(hashToken(token))
+      // any token of the session, the live one or a used one: whoever holds one may end it
+      const sid = store.findSessionIdByRefreshHash(hashToken(token), familyHashOf(token))
       const session = sid === undefined ? undefined : store.getSession(sid)
       if (session === undefined) return
       if (body.all === true) {

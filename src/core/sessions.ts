@@ -1,21 +1,43 @@
 /**
- * Sessions and refresh-token rotation. Every refresh token is 256 bits from the OS CSPRNG; the
- * store keeps only its SHA-256, so a copy of the store cannot be replayed. To hand out the *same*
- * successor again within the reuse grace, the successor is kept sealed (AES-256-GCM) under a key
- * derived from the token it replaced: only whoever holds that previous token can open it, and the
- * store alone never can.
+ * Sessions and refresh-token rotation. A refresh token is `<family>.<secret>`: the family, 128
+ * bits, is drawn at login and shared by every token of the session; the secret, 256 bits, is new
+ * at every rotation; both from the OS CSPRNG. The store keeps only SHA-256 hashes (of the whole
+ * token, and of the family), so a copy of the store cannot be replayed, and a family alone
+ * refreshes nothing. What the family gives is recognition: any token the session ever had, however
+ * many rotations ago, is known as one of its own, so presenting a used one ends the session, and
+ * nobody who never held a token of the session can name its family.
+ *
+ * To hand out the *same* live token again within the reuse grace, each rotation's successor is
+ * kept sealed (AES-256-GCM) under a key derived from the token it replaced: only whoever holds
+ * that token can open it, and the store alone never can.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RefreshDecision, SessionRecord, Store } from '../store/store.js'
+import type { RefreshDecision, Rotation, SessionRecord, Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
 
-export const newRefreshToken = (): string => randomBytes(32).toString('base64url')
+/** A new refresh token of `family` (a new family, for a new session, if none is given). */
+export const newRefreshToken = (family: string = randomBytes(16).toString('base64url')): string => `${family}.${randomBytes(32).toString('base64url')}`
 
 export const newSessionId = (): string => randomBytes(16).toString('base64url')
 
-/** A syntactically possible refresh token: 43 base64url characters (256 bits). */
-export const REFRESH_TOKEN = /^[A-Za-z0-9_-]{43}$/
+/**
+ * A syntactically possible refresh token: a family (22 base64url characters) and a secret (43),
+ * or a secret alone, as older versions issued them.
+ */
+export const REFRESH_TOKEN = /^(?:[A-Za-z0-9_-]{22}\.)?[A-Za-z0-9_-]{43}$/
+
+/** The family part of a token that matched REFRESH_TOKEN (undefined for an older version's) */
+export const tokenFamily = (token: string): string | undefined => (token.length === 66 ? token.slice(0, 22) : undefined)
+
+/** The hash the store finds a token's session by when the token itself is not indexed */
+export const familyHashOf = (token: string): string | undefined => {
+  const family = tokenFamily(token)
+  return family === undefined ? undefined : hashToken(family)
+}
+
+/** At most this many rotations are kept for the grace, however short it is */
+export const GRACE_ROTATIONS_KEPT = 16
 
 const sealKey = (previous: string): Buffer =>
   Buffer.from(hkdfSync('sha256', previous, Buffer.alloc(0), 'authd refresh successor', 32))
@@ -76,29 +98,35 @@ export function decideRefresh(
   const { now, policy } = ctx
   if (!isLive(session, now, policy)) return { action: 'revoke', result: { kind: 'expired', session } }
 
+  const rotations = rotationsOf(session)
   if (sameHash(session.refreshHash, presented.hash)) {
-    const token = newRefreshToken()
+    // the family goes on; a session of an older version (tokens without one) gets one now
+    const token = newRefreshToken(tokenFamily(presented.token))
+    // the rotations still inside the grace, and this one; each replaced the one before, so an
+    // older token can be walked forward to the live one (below)
+    const kept = rotations.filter((r) => now - r.at <= policy.reuseGraceMs)
+    kept.push({ hash: session.refreshHash, at: now, sealed: sealSuccessor(presented.token, token) })
+    const { sealedSuccessor: _older, ...rest } = session
     const next: SessionRecord = {
-      ...session,
+      ...rest,
       lastUsedAt: now,
       previousHash: session.refreshHash,
       refreshHash: hashToken(token),
-      sealedSuccessor: sealSuccessor(presented.token, token),
       rotatedAt: now,
       generation: session.generation + 1,
+      familyHash: familyHashOf(token),
+      rotations: kept.slice(-GRACE_ROTATIONS_KEPT),
     }
     return { action: 'rotate', session: next, result: { kind: 'rotated', session: next, token } }
   }
 
-  // The token this one replaced, presented again shortly after its rotation: a second tab, or a
-  // response lost on the way. Answer with the same successor, if that successor is still live.
-  if (
-    session.previousHash !== null &&
-    session.rotatedAt !== null &&
-    sameHash(session.previousHash, presented.hash) &&
-    now - session.rotatedAt <= policy.reuseGraceMs
-  ) {
-    const token = session.sealedSuccessor === undefined ? null : openSuccessor(presented.token, session.sealedSuccessor)
+  // A token replaced within the grace of its rotation, presented again: a second tab, a response
+  // lost on the way, a page reloaded twice. Answer with the live token, the very one the other
+  // presenters got: opened from this token's successor, then that one's, up to the live one.
+  const i = rotations.findIndex((r) => sameHash(r.hash, presented.hash))
+  if (i !== -1 && now - rotations[i]!.at <= policy.reuseGraceMs) {
+    let token: string | null = presented.token
+    for (let j = i; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
     if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
       return { action: 'none', result: { kind: 'grace', session, token } }
     }
@@ -106,6 +134,13 @@ export function decideRefresh(
 
   // A used token presented again: someone holds a copy. End the whole session.
   return { action: 'revoke', result: { kind: 'reuse', session } }
+}
+
+/** The session's rotations kept for the grace (an older version's record: its one sealed successor) */
+function rotationsOf(s: SessionRecord): Rotation[] {
+  if (s.rotations !== undefined) return s.rotations
+  if (s.previousHash === null || s.rotatedAt === null || s.sealedSuccessor === undefined) return []
+  return [{ hash: s.previousHash, at: s.rotatedAt, sealed: s.sealedSuccessor }]
 }
 
 /** Deletes sessions past their idle or absolute expiry; returns how many. */

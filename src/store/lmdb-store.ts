@@ -9,7 +9,10 @@ import { open, type Database, type RootDatabase } from 'lmdb'
 import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
-/** refresh-token hashes kept per session for reuse detection; older ones are simply unknown */
+/**
+ * refresh-token hashes indexed per session; older tokens are found through their family (a token
+ * of a session from an older version, which has none, is then simply unknown)
+ */
 const REFRESH_HISTORY = 32
 // LMDB refuses keys over 1978 bytes (and throws synchronously); emails are checked well below
 const MAX_KEY_BYTES = 1000
@@ -150,6 +153,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   })
 
   // inside a write transaction: remove a session with its indexes
+  // the family's entry sits with the token entries, under generation -1: deleteSessionTx's range
+  // removes it with them
+  const putFamily = (s: SessionRecord): void => {
+    refresh.put(s.familyHash!, s.id)
+    sessionTokens.put([s.id, -1], s.familyHash!)
+  }
   const deleteSessionTx = (s: SessionRecord): void => {
     sessions.remove(s.id)
     userSessions.remove([s.userId, s.id])
@@ -234,11 +243,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         userSessions.put([s.userId, s.id], true)
         refresh.put(s.refreshHash, s.id)
         sessionTokens.put([s.id, s.generation], s.refreshHash)
+        if (s.familyHash !== undefined) putFamily(s)
       }),
-    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>) {
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
       let revoked = false
       const result = await write(() => {
-        const sid = refresh.get(tokenHash)
+        const sid = refresh.get(tokenHash) ?? (familyHash === undefined ? undefined : refresh.get(familyHash))
         const current = sid === undefined ? undefined : sessions.get(sid)
         const d = decide(current)
         if (d.action === 'rotate') {
@@ -246,6 +256,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           sessions.put(next.id, next)
           refresh.put(next.refreshHash, next.id)
           sessionTokens.put([next.id, next.generation], next.refreshHash)
+          // a session of an older version gets its family at its first rotation
+          if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) putFamily(next)
           const old = next.generation - REFRESH_HISTORY
           if (old >= 0) {
             const h = sessionTokens.get([next.id, old])
@@ -295,7 +307,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           return n
         }),
       ),
-    findSessionIdByRefreshHash: (h) => refresh.get(h),
+    findSessionIdByRefreshHash: (h, family) => refresh.get(h) ?? (family === undefined ? undefined : refresh.get(family)),
 
     listKeys: () => [...keys.getRange().map(({ value }) => value)],
     getKey: (kid) => (tooLong(kid) ? undefined : keys.get(kid)),

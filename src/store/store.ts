@@ -28,13 +28,34 @@ export interface SessionRecord {
   userAgent: string
   /** SHA-256 of the live refresh token (never the token itself) */
   refreshHash: string
-  /** SHA-256 of the token it replaced, and when, for the reuse grace */
+  /** SHA-256 of the token it replaced, and when (the last rotation) */
   previousHash: string | null
   rotatedAt: number | null
-  /** the live token sealed under the previous one (only its holder can open it), for the grace */
+  /**
+   * Written by older versions only (read for their sessions): the live token sealed under the
+   * previous one. Now in `rotations`.
+   */
   sealedSuccessor?: string
   /** how many times the refresh token has rotated */
   generation: number
+  /**
+   * SHA-256 of the session's token family: the part every refresh token of this session shares
+   * (sessions.ts). Through it any token the session ever had is recognised, however old: a used
+   * one presented again ends the session. Absent on sessions of older versions until their next
+   * rotation.
+   */
+  familyHash?: string
+  /**
+   * The rotations of the last `sessions.reuse_grace`, oldest first, each consecutive: the hash of
+   * the token replaced, when, and its successor sealed under it (only its holder can open it).
+   */
+  rotations?: Rotation[]
+}
+
+export interface Rotation {
+  hash: string
+  at: number
+  sealed: string
 }
 
 export type KeyState = 'active' | 'retiring' | 'retired'
@@ -82,17 +103,18 @@ export interface Store {
   countSessions(userId: string): number
   createSession(session: SessionRecord): Promise<void>
   /**
-   * Finds the session a refresh-token hash belongs to (live or a recent predecessor) and lets
+   * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
+   * one of the token's family (`familyHash`: any token the session ever had), and lets
    * `decide` choose, atomically with respect to every other writer, what happens to it.
    */
-  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>): Promise<T>
+  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
   /** deletes one session and its refresh-token entries; false if it did not exist */
   revokeSession(id: string): Promise<boolean>
   /** deletes every session of a user; returns how many */
   revokeUserSessions(userId: string): Promise<number>
   revokeAllSessions(): Promise<number>
-  /** session id for a refresh-token hash, if known */
-  findSessionIdByRefreshHash(tokenHash: string): string | undefined
+  /** session id for a refresh-token hash, else for the token's family hash, if known */
+  findSessionIdByRefreshHash(tokenHash: string, familyHash?: string): string | undefined
 
   // keys
   listKeys(): KeyRecord[]

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { decideRefresh, hashToken, isLive, newRefreshToken, newSessionId, openSuccessor, REFRESH_TOKEN, sealSuccessor, type SessionPolicy } from '../../src/core/sessions.js'
+import { decideRefresh, familyHashOf, GRACE_ROTATIONS_KEPT, hashToken, isLive, newRefreshToken, newSessionId, openSuccessor, REFRESH_TOKEN, sealSuccessor, tokenFamily, type SessionPolicy } from '../../src/core/sessions.js'
 import type { SessionRecord } from '../../src/store/store.js'
 
 const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
@@ -30,15 +30,32 @@ function session(token: string, over: Partial<SessionRecord> = {}): SessionRecor
 const present = (token: string) => ({ token, hash: hashToken(token) })
 const ctx = (now: number) => ({ now, policy })
 
-t.test('refresh tokens are 256 bits from the CSPRNG, base64url, all different', async (t) => {
+t.test('refresh tokens are a 128-bit family and a 256-bit secret from the CSPRNG, base64url, all different', async (t) => {
   const seen = new Set<string>()
+  const families = new Set<string>()
   for (let i = 0; i < 1000; i++) {
     const tok = newRefreshToken()
     t.match(tok, REFRESH_TOKEN)
-    if (Buffer.from(tok, 'base64url').length !== 32) t.fail('not 32 bytes')
+    const [family, secret] = tok.split('.')
+    if (Buffer.from(family!, 'base64url').length !== 16) t.fail('family not 16 bytes')
+    if (Buffer.from(secret!, 'base64url').length !== 32) t.fail('secret not 32 bytes')
+    t.equal(tokenFamily(tok), family)
     seen.add(tok)
+    families.add(family!)
   }
   t.equal(seen.size, 1000)
+  t.equal(families.size, 1000, 'every new session its own family')
+  const next = newRefreshToken('f'.repeat(22))
+  t.match(next, /^f{22}\.[A-Za-z0-9_-]{43}$/, 'a rotation keeps the family')
+  // an older version's token: the secret alone, no family
+  const legacy = 'a'.repeat(43)
+  t.match(legacy, REFRESH_TOKEN)
+  t.equal(tokenFamily(legacy), undefined)
+  t.equal(familyHashOf(legacy), undefined)
+  t.equal(familyHashOf(next), hashToken('f'.repeat(22)), 'the store is given the family only hashed')
+  for (const bad of ['a'.repeat(42), 'a'.repeat(44), `${'a'.repeat(21)}.${'b'.repeat(43)}`, `${'a'.repeat(22)}.${'b'.repeat(42)}`, `${'a'.repeat(22)}:${'b'.repeat(43)}`]) {
+    t.notMatch(bad, REFRESH_TOKEN, bad)
+  }
   t.match(newSessionId(), /^[A-Za-z0-9_-]{22}$/)
   t.equal(Buffer.from(newSessionId(), 'base64url').length, 16)
 })
@@ -89,16 +106,18 @@ t.test('decideRefresh: the live token rotates to its successor', async (t) => {
   const rt1 = d.result.token
   t.match(rt1, REFRESH_TOKEN)
   t.not(rt1, rt0)
+  t.equal(tokenFamily(rt1), tokenFamily(rt0), 'the same family')
   t.same(d.session, {
     ...s,
     lastUsedAt: T0 + 5000,
     previousHash: hashToken(rt0),
     refreshHash: hashToken(rt1),
-    sealedSuccessor: d.session.sealedSuccessor,
     rotatedAt: T0 + 5000,
     generation: 1,
+    familyHash: familyHashOf(rt0),
+    rotations: [{ hash: hashToken(rt0), at: T0 + 5000, sealed: d.session.rotations![0]!.sealed }],
   })
-  t.equal(openSuccessor(rt0, d.session.sealedSuccessor!), rt1, 'the successor is sealed under the token it replaced')
+  t.equal(openSuccessor(rt0, d.session.rotations![0]!.sealed), rt1, 'the successor is sealed under the token it replaced')
   t.notOk(JSON.stringify(d.session).includes(rt1), 'the new record holds no token')
   t.notOk(JSON.stringify(d.session).includes(rt0))
 })
@@ -125,13 +144,57 @@ t.test('decideRefresh: with a zero grace any second presentation is a reuse', as
   t.equal(decideRefresh(first.session, present(rt0), { now: T0 + 1, policy: zero }).result.kind, 'reuse')
 })
 
-t.test('decideRefresh: a token two rotations back is a reuse even inside the grace', async (t) => {
+t.test('decideRefresh: a token several rotations back, within the grace of its own rotation, gets the live token', async (t) => {
+  // a page reloaded twice while a third request with the first cookie was still on its way
   const rt0 = newRefreshToken()
   const d1 = decideRefresh(session(rt0), present(rt0), ctx(T0))
   if (d1.action !== 'rotate' || d1.result.kind !== 'rotated') throw new Error('not rotated')
-  const d2 = decideRefresh(d1.session, present(d1.result.token), ctx(T0 + 1))
-  if (d2.action !== 'rotate') throw new Error('not rotated')
-  t.same(decideRefresh(d2.session, present(rt0), ctx(T0 + 2)), { action: 'revoke', result: { kind: 'reuse', session: d2.session } })
+  const rt1 = d1.result.token
+  const d2 = decideRefresh(d1.session, present(rt1), ctx(T0 + 4000))
+  if (d2.action !== 'rotate' || d2.result.kind !== 'rotated') throw new Error('not rotated')
+  const rt2 = d2.result.token
+  t.equal(d2.session.rotations!.length, 2, 'both rotations are inside the grace')
+  for (const [tok, what] of [[rt0, 'two back'], [rt1, 'one back']] as const) {
+    t.same(decideRefresh(d2.session, present(tok), ctx(T0 + policy.reuseGraceMs)), { action: 'none', result: { kind: 'grace', session: d2.session, token: rt2 } }, what)
+  }
+  // each within the grace of its own rotation: rt0's ran out first
+  t.equal(decideRefresh(d2.session, present(rt0), ctx(T0 + policy.reuseGraceMs + 1)).result.kind, 'reuse', 'rt0 after its grace')
+  t.equal(decideRefresh(d2.session, present(rt1), ctx(T0 + policy.reuseGraceMs + 1)).result.kind, 'grace', 'rt1 still inside its own')
+  // a rotation after the grace keeps only what is still inside it
+  const d3 = decideRefresh(d2.session, present(rt2), ctx(T0 + 4000 + policy.reuseGraceMs + 1))
+  if (d3.action !== 'rotate') throw new Error('not rotated')
+  t.same(d3.session.rotations!.map((r) => r.hash), [hashToken(rt2)], 'the two older rotations were out of the grace')
+})
+
+t.test('decideRefresh: at most GRACE_ROTATIONS_KEPT rotations are kept, however fast they come', async (t) => {
+  let tok = newRefreshToken()
+  let s = session(tok)
+  const all = [tok]
+  for (let i = 0; i < GRACE_ROTATIONS_KEPT + 4; i++) {
+    const d = decideRefresh(s, present(tok), ctx(T0 + i))
+    if (d.action !== 'rotate' || d.result.kind !== 'rotated') throw new Error('not rotated')
+    s = d.session
+    tok = d.result.token
+    all.push(tok)
+  }
+  t.equal(s.rotations!.length, GRACE_ROTATIONS_KEPT)
+  const now = T0 + GRACE_ROTATIONS_KEPT + 5
+  t.same(decideRefresh(s, present(all[4]!), ctx(now)).result, { kind: 'grace', session: s, token: tok }, 'the oldest kept walks to the live token')
+  t.equal(decideRefresh(s, present(all[3]!), ctx(now)).result.kind, 'reuse', 'one older is no longer kept: reuse')
+})
+
+t.test('decideRefresh: a session of an older version (no family, one sealed successor) is read, and upgraded at its rotation', async (t) => {
+  const legacy0 = 'L'.repeat(43)
+  const legacy1 = 'M'.repeat(43)
+  const old: SessionRecord = { ...session(legacy1), previousHash: hashToken(legacy0), rotatedAt: T0, sealedSuccessor: sealSuccessor(legacy0, legacy1), generation: 1 }
+  t.same(decideRefresh(old, present(legacy0), ctx(T0 + 1)).result, { kind: 'grace', session: old, token: legacy1 }, 'its grace still works')
+  const d = decideRefresh(old, present(legacy1), ctx(T0 + 2))
+  if (d.action !== 'rotate' || d.result.kind !== 'rotated') throw new Error('not rotated')
+  t.match(d.result.token, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, 'its next token has a family')
+  t.equal(d.session.familyHash, familyHashOf(d.result.token))
+  t.equal(d.session.sealedSuccessor, undefined, 'the old field is dropped')
+  t.same(d.session.rotations!.map((r) => r.hash), [hashToken(legacy0), hashToken(legacy1)], 'the old rotation is carried over while in its grace')
+  t.same(decideRefresh(d.session, present(legacy0), ctx(T0 + 3)).result, { kind: 'grace', session: d.session, token: d.result.token })
 })
 
 t.test('decideRefresh: the grace does not hold when the record was tampered (successor mismatch)', async (t) => {
@@ -140,10 +203,10 @@ t.test('decideRefresh: the grace does not hold when the record was tampered (suc
   if (d1.action !== 'rotate') throw new Error('not rotated')
   const other = { ...d1.session, refreshHash: hashToken(newRefreshToken()) }
   t.equal(decideRefresh(other, present(rt0), ctx(T0 + 1)).result.kind, 'reuse')
-  const reSealed = { ...d1.session, sealedSuccessor: sealSuccessor(newRefreshToken(), newRefreshToken()) }
+  const reSealed = { ...d1.session, rotations: [{ ...d1.session.rotations![0]!, sealed: sealSuccessor(newRefreshToken(), newRefreshToken()) }] }
   t.equal(decideRefresh(reSealed, present(rt0), ctx(T0 + 1)).result.kind, 'reuse', 'a seal that does not open with the token is no grace')
-  const { sealedSuccessor: _, ...unsealed } = d1.session
-  t.equal(decideRefresh(unsealed, present(rt0), ctx(T0 + 1)).result.kind, 'reuse', 'nor is a record without a seal')
+  const unsealed = { ...d1.session, rotations: [] }
+  t.equal(decideRefresh(unsealed, present(rt0), ctx(T0 + 1)).result.kind, 'reuse', 'nor is a record without its rotation')
 })
 
 t.test('decideRefresh: an expired session is revoked whatever token is shown', async (t) => {

@@ -68,7 +68,7 @@ t.test('signs in: 200 with the token, the user, and the refresh cookie with prod
   const cookies = setCookies(r)
   t.equal(cookies.length, 1)
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
-  t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{43}$/)
+  t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict', 'Secure'])
 
   const claims = decode(r.body.data.accessToken).payload
@@ -88,7 +88,7 @@ t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD })
   t.equal(r.status, 200)
   const [nameValue, ...attrs] = setCookies(r)[0]!.split('; ')
-  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{43}$/)
+  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict'])
 })
 

@@ -66,7 +66,7 @@ t.test('rotates on every use: a new cookie with the same attributes, and the old
   const cookies = setCookies(res)
   t.equal(cookies.length, 1)
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
-  t.match(nameValue, new RegExp(`^${COOKIE}=[A-Za-z0-9_-]{43}$`))
+  t.match(nameValue, new RegExp(`^${COOKIE}=[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}$`))
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict', 'Secure'].sort())
   jar.take(res)
   t.not(jar.value, rt0, 'a new token')
@@ -80,7 +80,8 @@ t.test('rotates on every use: a new cookie with the same attributes, and the old
 })
 
 t.test('RT0→RT1→RT2→RT3, then RT0 again ends the session: every token and its access tokens', async (t) => {
-  const app = await startServer(t)
+  const c = clock()
+  const app = await startServer(t, { now: c.now })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
@@ -96,6 +97,7 @@ t.test('RT0→RT1→RT2→RT3, then RT0 again ends the session: every token and 
   t.equal(new Set(tokens).size, 4, 'four distinct tokens')
   t.equal((await me(app, access[3]!)).status, 200)
 
+  c.advance(10_001) // past the reuse grace of every rotation
   const reuse = await refreshWith(app, tokens[0])
   t.equal(reuse.status, 401)
   t.same(reuse.body, { success: false, message: 'Invalid or expired refresh token' })
@@ -143,16 +145,73 @@ t.test('within the reuse grace the same successor comes back; after it, reuse re
   t.equal((await refreshWith(app, rt2)).status, 401, 'and the session ended with it')
 })
 
-t.test('within the grace, a token two rotations old is still a reuse', async (t) => {
-  const app = await startServer(t)
+t.test('within the grace of its own rotation, a token several rotations old gets the live token; after it, reuse', async (t) => {
+  // a page reloaded twice while a request with the first cookie was still on its way
+  const c = clock()
+  const app = await startServer(t, { now: c.now })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   await login(app, jar)
   const rt0 = jar.value!
   const rt1 = tokenOf(await refreshWith(app, rt0))
+  c.advance(3_000)
   const rt2 = tokenOf(await refreshWith(app, rt1))
-  t.equal((await refreshWith(app, rt0)).status, 401)
+  c.advance(7_000) // rt0 was replaced 10 s ago, rt1 7 s ago
+  const late = await refreshWith(app, rt0)
+  t.equal(late.status, 200, 'RT0, two rotations back, at the edge of its grace')
+  t.equal(tokenOf(late), rt2, 'gets the live token, the one the other requests got')
+  t.equal((await refreshWith(app, rt1)).status, 200)
+  c.advance(1)
+  t.equal((await refreshWith(app, rt0)).status, 401, 'RT0 past its grace: a reuse')
   t.equal((await refreshWith(app, rt2)).status, 401, 'the live token died with the session')
+})
+
+t.test('a used token is recognised however many rotations ago it was used: it ends the session', async (t) => {
+  const c = clock()
+  const app = await startServer(t, { now: c.now, env: { AUTHD_RATE_LIMIT_REFRESH_PER_IP: '1000/5m' } })
+  await addUser(app, EMAIL, PASSWORD)
+  const jar = new CookieJar(COOKIE)
+  const first = await login(app, jar)
+  const sid = sessionIdOf(first.body.data.accessToken)
+  const tokens = [jar.value!]
+  for (let i = 0; i < 40; i++) {
+    c.advance(60_000)
+    tokens.push(tokenOf(await refreshWith(app, tokens[tokens.length - 1])))
+  }
+  t.equal(app.store.getSession(sid)!.generation, 40)
+  // a cookie stolen at login and replayed hours later, 40 rotations on
+  const replay = await refreshWith(app, tokens[0])
+  t.equal(replay.status, 401)
+  t.same(setCookies(replay), [CLEARED])
+  t.equal(app.store.getSession(sid), undefined, 'the session is ended')
+  t.equal((await refreshWith(app, tokens[40])).status, 401, 'its live token with it')
+
+  // a token of the right shape and an unknown family touches nothing
+  const other = new CookieJar(COOKIE)
+  await login(app, other)
+  const sid2 = app.store.listSessions()[0]!.id
+  const forged = `${'A'.repeat(22)}.${other.value!.slice(23)}`
+  t.equal((await refreshWith(app, forged)).status, 401)
+  t.ok(app.store.getSession(sid2), 'a stranger cannot end a session by guessing')
+})
+
+t.test('logout with any token the session had ends it', async (t) => {
+  const c = clock()
+  const app = await startServer(t, { now: c.now })
+  await addUser(app, EMAIL, PASSWORD)
+  const jar = new CookieJar(COOKIE)
+  const first = await login(app, jar)
+  const sid = sessionIdOf(first.body.data.accessToken)
+  const rt0 = jar.value!
+  let live = rt0
+  for (let i = 0; i < 35; i++) {
+    c.advance(60_000)
+    live = tokenOf(await refreshWith(app, live))
+  }
+  const out = await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie: `${COOKIE}=${rt0}` } })
+  t.equal(out.status, 200)
+  t.equal(app.store.getSession(sid), undefined, 'the login token, 35 rotations old, still names its session')
+  t.equal((await refreshWith(app, live)).status, 401)
 })
 
 t.test('20 concurrent refreshes with one token leave exactly one live successor', async (t) => {
@@ -196,7 +255,8 @@ t.test('with no grace, concurrent refreshes never leave two live successors', as
 })
 
 t.test('a reuse is logged at warn with session id and ip, never the token, and counted', async (t) => {
-  const app = await startServer(t)
+  const c = clock()
+  const app = await startServer(t, { now: c.now })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
@@ -210,6 +270,7 @@ t.test('a reuse is logged at warn with session id and ip, never the token, and c
     return m === null ? 0 : Number(m[1])
   }
   t.equal(await metric(), 0)
+  c.advance(10_001) // past the reuse grace
   t.equal((await refreshWith(app, rt0)).status, 401)
   t.equal(await metric(), 1, 'authd_refresh_total{outcome="reuse"} went up by one')
 
@@ -219,6 +280,7 @@ t.test('a reuse is logged at warn with session id and ip, never the token, and c
   const text = app.logs.text()
   for (const tok of [rt0, rt1, rt2]) t.notOk(text.includes(tok), 'no refresh token in the log')
   t.notOk(text.includes(sha256(rt0)), 'nor its hash')
+  t.notOk(text.includes(rt0.slice(0, 22)) || text.includes(sha256(rt0.slice(0, 22))), 'nor its family, nor the hash of that')
 
   t.equal((await refreshWith(app, rt2)).status, 401, 'a token of the ended session')
   t.equal(await metric(), 1, 'is not a second reuse: the session is simply unknown now')
@@ -345,7 +407,7 @@ t.test('--dev: the rotated and cleared cookies are authd_rt without Secure', asy
   const res = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
   t.equal(res.status, 200)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
-  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{43}$/)
+  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict'].sort())
   const bad = await call(app.url, 'POST', '/api/auth/refresh', { headers: { cookie: 'authd_rt=junk' } })
   t.same(setCookies(bad), ['authd_rt=; Max-Age=0; Path=/api/auth; HttpOnly; SameSite=Strict'])

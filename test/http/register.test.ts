@@ -33,7 +33,7 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   const cookies = setCookies(res)
   t.equal(cookies.length, 1)
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
-  t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{43}$/, '256-bit token under the __Secure- name')
+  t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, '256-bit token under the __Secure- name')
   t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/api/auth', 'SameSite=Strict', 'Secure'].sort())
 
   const stored = app.store.getUserByEmail('zoe@example.com')
@@ -60,7 +60,7 @@ t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
   const res = await register(app, { email: 'dev@example.com', password: PASSWORD })
   t.equal(res.status, 201)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
-  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{43}$/)
+  t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/api/auth', 'SameSite=Strict'].sort())
 })
 

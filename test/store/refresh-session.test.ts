@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { decideRefresh, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
+import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { SessionRecord, Store, UserRecord } from '../../src/store/store.js'
 
@@ -24,8 +24,9 @@ function user(id: string, email: string): UserRecord {
   return { id, email, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA', createdAt: T0, updatedAt: T0, disabled: false }
 }
 
-async function newSession(store: Store, userId = 'u1', id = `s${Math.random().toString(36).slice(2)}`): Promise<{ id: string; token: string }> {
-  const token = newRefreshToken()
+/** a session as authd makes it; `legacy`: as an older version did (a token without a family) */
+async function newSession(store: Store, userId = 'u1', id = `s${Math.random().toString(36).slice(2)}`, legacy = false): Promise<{ id: string; token: string }> {
+  const token = legacy ? newRefreshToken().slice(23) : newRefreshToken()
   const s: SessionRecord = {
     id,
     userId,
@@ -38,13 +39,14 @@ async function newSession(store: Store, userId = 'u1', id = `s${Math.random().to
     previousHash: null,
     rotatedAt: null,
     generation: 0,
+    ...(legacy ? {} : { familyHash: familyHashOf(token), rotations: [] }),
   }
   await store.createSession(s)
   return { id, token }
 }
 
 const refresh = (store: Store, token: string, now = T0): Promise<RefreshOutcome> =>
-  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }))
+  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token))
 
 async function rotate(store: Store, token: string, now = T0): Promise<string> {
   const out = await refresh(store, token, now)
@@ -113,19 +115,41 @@ t.test('a reuse removes the session and every refresh token it ever had', async 
   t.equal(store.countSessions('u1'), 1)
 })
 
-t.test('reuse is detected for the last 32 tokens; older ones are simply unknown', async (t) => {
+t.test('reuse is detected for every token a session ever had, through its family', async (t) => {
   const store = await openStore(t)
   const { id, token } = await newSession(store)
   const chain = [token]
   for (let i = 0; i < 40; i++) chain.push(await rotate(store, chain[chain.length - 1]!, T0 + i))
-  const s = store.getSession(id)!
-  t.equal(s.generation, 40)
-  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[8]!)), undefined, 'generation 8 is forgotten')
-  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[9]!)), id, 'generation 9 is remembered')
-  t.equal((await refresh(store, chain[8]!, T0 + 60_000)).kind, 'unknown')
-  t.ok(store.getSession(id), 'an unknown token does not touch the session')
-  t.equal((await refresh(store, chain[9]!, T0 + 60_000)).kind, 'reuse')
+  t.equal(store.getSession(id)!.generation, 40)
+  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[0]!)), undefined, 'the token itself is no longer indexed')
+  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[0]!), familyHashOf(chain[0]!)), id, 'its family is')
+  const other = await newSession(store)
+  t.equal((await refresh(store, chain[0]!, T0 + 60_000)).kind, 'reuse', 'the login token, 40 rotations on')
   t.equal(store.getSession(id), undefined)
+  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[40]!), familyHashOf(chain[40]!)), undefined, 'the family went with the session')
+  t.equal((await refresh(store, chain[40]!, T0 + 60_000)).kind, 'unknown')
+  t.ok(store.getSession(other.id), 'another session untouched')
+})
+
+t.test("an older version's session (no family): reuse is detected for its last 32 tokens, and it gets a family at its next rotation", async (t) => {
+  const store = await openStore(t)
+  const { id, token } = await newSession(store, 'u1', undefined, true)
+  t.equal(familyHashOf(token), undefined)
+  const first = await refresh(store, token, T0)
+  if (first.kind !== 'rotated') throw new Error('not rotated')
+  t.match(first.token, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, 'its next token has a family')
+  t.equal(store.findSessionIdByRefreshHash('x', familyHashOf(first.token)), id, 'indexed by it')
+
+  const legacy = await newSession(store, 'u2', undefined, true)
+  // a store of an older version: tokens without a family were indexed one by one, the last 32
+  const oldChain = [legacy.token]
+  t.equal(store.findSessionIdByRefreshHash(hashToken(oldChain[0]!)), legacy.id)
+  const upgraded = await rotate(store, oldChain[0]!, T0)
+  for (let i = 0; i < 40; i++) oldChain.push(i === 0 ? upgraded : await rotate(store, oldChain[oldChain.length - 1]!, T0 + i))
+  t.equal((await refresh(store, oldChain[0]!, T0 + 60_000)).kind, 'unknown', 'its one family-less token, 40 rotations back, is unknown: nothing names its session')
+  t.ok(store.getSession(legacy.id), 'and the session is left alone')
+  t.equal((await refresh(store, oldChain[1]!, T0 + 60_000)).kind, 'reuse', 'its first token with a family is recognised')
+  t.equal(store.getSession(legacy.id), undefined)
 })
 
 t.test('revokeSession and revokeUserSessions remove the sessions and their token entries', async (t) => {
