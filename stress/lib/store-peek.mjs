@@ -52,6 +52,7 @@ export function inspectStore(path) {
       if (!users.has(s.userId)) problems.push(`session ${id} of a missing user`)
       if (!indexed.has(`${s.userId}|${id}`)) problems.push(`session ${id} not in user_sessions`)
       if (refresh.get(s.refreshHash) !== id) problems.push(`session ${id}: live refresh hash not indexed`)
+      if (s.familyHash !== undefined && refresh.get(s.familyHash) !== id) problems.push(`session ${id}: its token family not indexed`)
     }
     for (const k of userSessions) if (sessions.get(k[1])?.userId !== k[0]) problems.push(`user_sessions entry ${k[1]} without session`)
     for (const [hash, sid] of refresh) if (!sessions.has(sid)) problems.push(`refresh hash ${hash.slice(0, 8)}… of a missing session`)
