@@ -156,14 +156,15 @@ export async function main(io: CliIo): Promise<number> {
       }))
   keys
     .command('revoke')
-    .description('delete a key at once: tokens signed with it stop verifying (asks unless --yes)')
+    .description('delete a key at once: tokens signed with it stop verifying; the active key is replaced by a new one first (asks unless --yes)')
     .argument('<kid>', 'the key id')
-    .option('--rotate', 'allow revoking the active key: a new key replaces it first')
+    // what once allowed revoking the active key, which is now always allowed: kept for scripts
+    .addOption(new Option('--rotate').hideHelp())
     .option('--yes', 'do not ask for confirmation')
     .action(
       withStore(async (d, c) => {
         const m = await keysCmd()
-        return outcome(await m.keysRevoke(d, { kid: arg(c), yes: opt(c, 'yes') === true, rotate: opt(c, 'rotate') === true }), m.keysRevokeView)
+        return outcome(await m.keysRevoke(d, { kid: arg(c), yes: opt(c, 'yes') === true }), m.keysRevokeView)
       }),
     )
 

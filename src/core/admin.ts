@@ -20,7 +20,6 @@ export type AdminErrorCode =
   | 'KEY_NOT_FOUND'
   | 'EMAIL_TAKEN'
   | 'INVALID_EMAIL'
-  | 'ACTIVE_KEY'
 
 /** A refused admin operation; `message` is one plain sentence fit to show the admin. */
 export class AdminError extends Error {
@@ -122,13 +121,14 @@ export interface Admin {
   listKeys(): Promise<KeySummary[]>
   /** a new key signs from now on; the previous active key turns retiring and keeps verifying */
   rotateKey(algorithm?: Algorithm): Promise<{ active: KeySummary; retiring: KeySummary[] }>
-  /** the key `revokeKey(kid, opts)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
-  checkRevokeKey(kid: string, opts?: { rotate?: boolean }): KeySummary
+  /** the key `revokeKey(kid)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
+  checkRevokeKey(kid: string): KeySummary
   /**
-   * Deletes a key at once: tokens signed with it stop verifying. The active key is refused
-   * (ACTIVE_KEY) unless `rotate` is set, which first makes a new active key to replace it.
+   * Deletes a key at once: tokens signed with it stop verifying (CONTRACT 1: key compromise).
+   * The active key is first replaced by a new one (its algorithm, unless `algorithm` says
+   * otherwise), so the daemon always has a key to sign with; `active` is that new key.
    */
-  revokeKey(kid: string, opts?: { rotate?: boolean; algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null }>
+  revokeKey(kid: string, opts?: { algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null }>
 }
 
 /** Hasher and policy from the config, created once, on first call. */
@@ -215,13 +215,9 @@ export function createAdmin(deps: AdminDeps): Admin {
     const { policy } = await deps.passwords()
     policy.check(password)
   }
-  const revocable = (kid: string, opts: { rotate?: boolean }): KeyRecord => {
+  const revocable = (kid: string): KeyRecord => {
     const key = kid.trim() === '' ? undefined : store.getKey(kid.trim())
     if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
-    // never leave the daemon without a key to sign with: the active key goes only with a replacement
-    if (key.state === 'active' && opts.rotate !== true) {
-      throw new AdminError('ACTIVE_KEY', `Key ${key.kid} is the active signing key: rotate to a new key before revoking it.`)
-    }
     return key
   }
   const newKey = (algorithm: Algorithm | undefined, at: number): KeyRecord => generateKey(algorithm ?? t.algorithm, at)
@@ -343,12 +339,13 @@ export function createAdmin(deps: AdminDeps): Admin {
       return { active: keySummary(active, at), retiring: retiring.map((k) => keySummary(k, at)) }
     },
 
-    checkRevokeKey(kid, opts = {}) {
-      return keySummary(revocable(kid, opts), now())
+    checkRevokeKey(kid) {
+      return keySummary(revocable(kid), now())
     },
 
     async revokeKey(kid, opts = {}) {
-      const key = revocable(kid, opts)
+      const key = revocable(kid)
+      // never leave the daemon without a key to sign with: the active key goes with a replacement
       let active: KeySummary | null = null
       if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg)).active
       const revoked = keySummary(store.getKey(key.kid) ?? key, now())

@@ -88,9 +88,9 @@ export interface TuiDeps {
 
   /** a new active key; the previous one moves to retiring */
   rotateKey(): Promise<KeyRow>
-  /** rejects with the reason `revokeKey` would refuse (the active key), changing nothing: asked before confirming */
+  /** rejects with the reason `revokeKey` would refuse (a key that is gone), changing nothing: asked before confirming */
   checkRevokeKey(kid: string): Promise<void>
-  /** removes a key at once: tokens signed with it stop verifying; refuses the active key as `authctl keys revoke` does */
+  /** removes a key at once: tokens signed with it stop verifying; the active key is replaced first, as `authctl keys revoke` does */
   revokeKey(kid: string): Promise<void>
 
   /** runs the smoke steps against a daemon, reporting each; resolves true if all passed */

@@ -204,8 +204,9 @@ export function reducer(state: State, action: Action): State {
     case 'keyRevoke': {
       const key = selectedKey(state)
       if (key === undefined) return state
-      // the refusal of `authctl keys revoke` (the active key) comes before the question
-      const prompt = `Revoke key ${key.kid} (${key.state})? Tokens it signed stop verifying at once.`
+      // a key gone since the list was read is refused before the question
+      const replaced = key.state === 'active' ? ' A new key replaces it first.' : ''
+      const prompt = `Revoke key ${key.kid} (${key.state})? Tokens it signed stop verifying at once.${replaced}`
       return startTask(state, { kind: 'checkRevokeKey', kid: key.kid, prompt })
     }
 

@@ -100,12 +100,14 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
     },
     async checkRevokeKey(kid) {
       called('checkRevokeKey', kid)
-      if (d.keys.find((k) => k.kid === kid)?.state === 'active') {
-        throw new Error(`Key ${kid} is the active signing key: rotate to a new key before revoking it.`)
-      }
+      if (!d.keys.some((k) => k.kid === kid)) throw new Error(`No key with kid "${kid}".`)
     },
     async revokeKey(kid) {
       called('revokeKey', kid)
+      // the active key is replaced first, as the real one does
+      if (d.keys.find((k) => k.kid === kid)?.state === 'active') {
+        d.keys = [...d.keys, key(`kid-new-${String(d.keys.length).padStart(4, '0')}`, { createdAt: T0, activatedAt: T0 })]
+      }
       d.keys = d.keys.filter((k) => k.kid !== kid)
     },
     async smoke(input, onStep) {

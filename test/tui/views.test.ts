@@ -241,7 +241,7 @@ t.test('Users: s shows the sessions of the selected user', async (t) => {
   t.match(f, /\[2 Sessions\]/)
 })
 
-t.test('Keys: states and times; r rotates; the active key is refused before any question; another is revoked after y', async (t) => {
+t.test('Keys: states and times; r rotates; revoking the active key says it is replaced first; a key is revoked after y', async (t) => {
   const deps = seeded()
   const ui = mount(t, deps)
   await ui.waitFor('alice@example.com')
@@ -252,8 +252,11 @@ t.test('Keys: states and times; r rotates; the active key is refused before any 
   t.match(f, /kid-retiring-0001\s+ES256\s+retiring\s+2025-02-23 09:05\s+2025-03-03 09:05/)
 
   await ui.press('x')
-  f = await ui.waitFor('Error: Key kid-active-000001 is the active signing key: rotate to a new key before revoking it.')
-  t.notMatch(f, 'Confirm')
+  f = await ui.waitFor('A new key replaces it first.')
+  t.match(f, 'Revoke key kid-active-000001 (active)?')
+  await ui.press('n')
+  f = await ui.waitFor('1-2 of 2 keys')
+  t.match(f, /kid-active-000001\s+ES256\s+active/, 'n: nothing changed')
 
   await ui.press('r')
   f = await ui.waitFor('Rotated: key kid-new-0002 (ES256) signs from now on.')

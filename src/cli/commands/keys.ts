@@ -51,12 +51,12 @@ export const keysRotateView = (d: { active: KeyDoc; retiring: KeyDoc[] }): View 
   ],
 })
 
-export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean; rotate: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
-  const key = deps.admin.checkRevokeKey(args.kid, { rotate: args.rotate })
+export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
+  const key = deps.admin.checkRevokeKey(args.kid)
   // tokens signed with the key stop verifying at once
-  const replace = key.state === 'active' ? ' (the active key: a new key replaces it)' : ''
+  const replace = key.state === 'active' ? ' (the active key: a new key replaces it first)' : ''
   await deps.confirm(`revoke key ${key.kid}${replace}`, args.yes)
-  const r = await deps.admin.revokeKey(key.kid, { rotate: args.rotate })
+  const r = await deps.admin.revokeKey(key.kid)
   return { revoked: keyDoc(r.revoked), active: r.active === null ? null : keyDoc(r.active) }
 }
 export const keysRevokeView = (d: { revoked: KeyDoc; active: KeyDoc | null }): View => ({
