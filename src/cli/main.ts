@@ -279,7 +279,8 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   const code = typeof e?.code === 'string' ? e.code : ''
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
   const usage = code === 'CONFIG_INVALID' || code === 'USAGE'
-  const deliberate = usage || code === 'FAILED' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
+  const deliberate =
+    usage || code === 'FAILED' || code === 'DATA_DIR' || code === 'NOT_A_STORE' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
   // an unexpected error says so, in the same single line
   io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)
   if (debug && typeof e?.stack === 'string') io.stderr(`${e.stack}\n`)

@@ -33,7 +33,12 @@ export async function main(io: Io): Promise<number> {
     .version(version(), '-V, --version-flag', 'print the version')
     .option('--debug', 'print stack traces of unexpected errors')
     .exitOverride()
-    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .configureOutput({
+      writeOut: io.stdout,
+      writeErr: io.stderr,
+      // the parser's usage errors, as one line like every other error of authd
+      outputError: (text, write) => write(`authd: ${text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ').trim()}\n`),
+    })
     .showHelpAfterError(false)
 
   const configOptions = (cmd: Command): Command =>

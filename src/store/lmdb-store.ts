@@ -96,13 +96,38 @@ export interface LmdbStoreOptions {
   /** open read-only is not offered: authctl writes too */
 }
 
-export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
-  mkdirSync(opts.path, { recursive: true, mode: 0o700 })
-  // mkdir's mode is masked by umask and ignored for an existing directory: make sure
-  if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
+/** Why the data directory could not be made or opened, as the end of a sentence (undefined: no known reason) */
+function directoryProblem(err: unknown): string | undefined {
+  switch ((err as NodeJS.ErrnoException | null)?.code) {
+    case 'EEXIST':
+    case 'ENOTDIR':
+      return 'a file is in the way (it must be a directory)'
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied (run as the user that owns it)'
+    case 'EROFS':
+      return 'the file system is read-only'
+    case 'ENOSPC':
+      return 'no space left on the device'
+    default:
+      return undefined
+  }
+}
 
-  refuseForeignFile(join(opts.path, 'data.mdb'))
-  const root: RootDatabase = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
+export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
+  let root: RootDatabase
+  try {
+    mkdirSync(opts.path, { recursive: true, mode: 0o700 })
+    // mkdir's mode is masked by umask and ignored for an existing directory: make sure
+    if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
+    refuseForeignFile(join(opts.path, 'data.mdb'))
+    root = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
+  } catch (err) {
+    // a plain sentence instead of node's "EEXIST: file already exists, mkdir '…'"
+    const why = directoryProblem(err)
+    if (why === undefined) throw err
+    throw new StoreError('DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
+  }
   const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
   const users = db<UserRecord>('users')
   const emails = db<string>('emails')

@@ -1,6 +1,6 @@
 import t from 'tap'
 import argon2 from 'argon2'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
@@ -199,6 +199,12 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
   const noStore = await runCtl(['user', 'list', '--data', `${dir}/typo`], { cwd: dir })
   t.equal(noStore.code, 2)
   t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
+
+  writeFileSync(join(dir, 'a-file'), 'x')
+  // user add may create the data directory, so it gets as far as trying
+  const notDir = await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--data', `${dir}/a-file`], { cwd: dir, input: 'a long enough passphrase\n' })
+  t.equal(notDir.code, 1)
+  t.equal(notDir.stderr, `authctl: Cannot use the data directory ${dir}/a-file: a file is in the way (it must be a directory).\n`, 'a known problem: one sentence, no --debug hint')
 
   // an unexpected failure: one line, and the stack only with --debug
   const broken = join(dir, 'broken')

@@ -99,10 +99,27 @@ t.test('authd start with a bad config exits 2 with one line naming the key, and 
   }
 })
 
-t.test('authd with an unknown command or option exits 2', async (t) => {
+t.test('authd with an unknown command or option exits 2, with one line saying so', async (t) => {
   const dir = t.testdir()
-  t.equal((await authd(['bogus'], { cwd: dir })).code, 2)
-  t.equal((await authd(['start', '--bogus'], { cwd: dir })).code, 2)
+  const command = await authd(['bogus'], { cwd: dir })
+  t.equal(command.code, 2)
+  t.equal(command.stderr, "authd: unknown command 'bogus'\n")
+  const option = await authd(['start', '--bogus'], { cwd: dir })
+  t.equal(option.code, 2)
+  t.equal(option.stderr, "authd: unknown option '--bogus'\n")
+  t.equal(option.stdout, '')
+})
+
+t.test('authd start with a data directory it cannot use says why in one plain line, and starts nothing', async (t) => {
+  const dir = t.testdir({ 'a-file': 'not a directory\n' })
+  const file = join(dir, 'a-file')
+  for (const data of [file, join(file, 'below')]) {
+    const r = await authd(['start', '--dev', '--port', '0', '--data', data], { cwd: dir })
+    t.equal(r.code, 1, data)
+    t.equal(r.stderr, `authd: cannot use the data directory ${data}: a file is in the way (it must be a directory)\n`)
+    t.notMatch(r.stdout, /listening/)
+  }
+  t.equal(readFileSync(file, 'utf8'), 'not a directory\n', 'the file is untouched')
 })
 
 t.test('authd --help exits 0 and lists the commands', async (t) => {
