@@ -214,8 +214,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         { key: limitKey('login_email', email), rule: rl.login.perEmail },
       ])
       if (!attempt.ok) {
-        const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : 'login.per_email'
-        throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, limit, client))
+        // named after the limit that refused it (the first without room)
+        const refused =
+          attempt.blockedBy === 0 ? loginRefused(attempt.retryAfterS, 'login.per_ip_email', client) : loginRefused(attempt.retryAfterS, 'login.per_email', client)
+        throw new AppError('TOO_MANY_LOGINS', refused)
       }
       // a login the hash queue turns away (503 Server busy) checked nothing: not a failed attempt
       const uncounted = (err: unknown): never => {

@@ -104,9 +104,16 @@ t.test('changes made by authctl take effect in a running daemon within a second'
     const jwksAfter = await call(daemon.url, 'GET', '/.well-known/jwks.json')
     t.same(jwksAfter.body.keys.map((k: { kid: string }) => k.kid), [newKid])
 
-    const refused = await ctl(['keys', 'revoke', newKid, '--yes'])
-    t.equal(refused.code, 1, 'the only active key is kept')
-    t.equal((await login('ann@example.com')).reply.status, 200, 'the daemon still signs')
+    // the active key too: replaced first, so the daemon signs with the replacement at once
+    const replaced = await ctl(['keys', 'revoke', newKid, '--yes', '--json'])
+    t.equal(replaced.code, 0, replaced.stderr)
+    const replacement = replaced.json().active.kid as string
+    const tookActive = await until(meRefused(after.token))
+    t.ok(tookActive >= 0 && tookActive <= 1000, `the revoked active key's token is refused within 1 s (took ${tookActive.toFixed(0)} ms)`)
+    const next = await login('ann@example.com')
+    t.equal(next.reply.status, 200, 'the daemon still signs')
+    t.equal(kidOf(next.token), replacement, 'with the replacement')
+    t.equal((await me(next.token)).status, 200)
   })
 
   await t.test('user rm: the deleted user’s tokens fail', async (t) => {

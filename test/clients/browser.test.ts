@@ -236,8 +236,8 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
   }
   t.same(
     seen,
-    ['OPTIONS /api/auth/login 204', 'POST /api/auth/refresh 403', 'POST /api/auth/refresh 403'],
-    'the login preflight got no CORS grant, so the login was never sent; both refreshes were refused',
+    ['OPTIONS /api/auth/login 403', 'POST /api/auth/refresh 403', 'POST /api/auth/refresh 403'],
+    'the login preflight was refused, so the login was never sent; both refreshes were refused',
   )
   t.equal((await refreshCookie(context, authd.url))?.value, cookieValue, 'the cookie in the browser is unchanged')
 
