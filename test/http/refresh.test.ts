@@ -3,7 +3,7 @@
  * reuse detection and its grace, concurrency, expiry, every status and message.
  */
 import { createHash } from 'node:crypto'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { addUser, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
 
 const EMAIL = 'rita@example.com'
@@ -48,6 +48,19 @@ function sessionIdOf(accessToken: string): string {
   return JSON.parse(Buffer.from(accessToken.split('.')[1]!, 'base64url').toString('utf8')).sid as string
 }
 
+/**
+ * A server on a clock the test moves, with the user signed in once: `first` is that login's
+ * reply, `sid` its session, `rt0` its refresh token (also in `jar`)
+ */
+async function signedIn(t: Test, env: Record<string, string> = {}) {
+  const c = clock()
+  const app = await startServer(t, { now: c.now, env })
+  await addUser(app, EMAIL, PASSWORD)
+  const jar = new CookieJar(COOKIE)
+  const first = await login(app, jar)
+  return { c, app, jar, first, sid: sessionIdOf(first.body.data.accessToken), rt0: jar.value! }
+}
+
 t.test('rotates on every use: a new cookie with the same attributes, and the old token is used', async (t) => {
   const app = await startServer(t)
   const user = await addUser(app, EMAIL, PASSWORD)
@@ -80,12 +93,7 @@ t.test('rotates on every use: a new cookie with the same attributes, and the old
 })
 
 t.test('RT0→RT1→RT2→RT3, then RT0 again ends the session: every token and its access tokens', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
-  const sid = sessionIdOf(first.body.data.accessToken)
+  const { c, app, jar, first, sid } = await signedIn(t)
   const tokens = [jar.value!]
   const access = [first.body.data.accessToken as string]
   for (let i = 1; i <= 3; i++) {
@@ -117,12 +125,7 @@ t.test('RT0→RT1→RT2→RT3, then RT0 again ends the session: every token and 
 })
 
 t.test('within the reuse grace the same successor comes back; after it, reuse revokes', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  await login(app, jar)
-  const rt0 = jar.value!
+  const { c, app, rt0 } = await signedIn(t)
   const rt1 = tokenOf(await refreshWith(app, rt0))
 
   c.advance(9_000)
@@ -147,12 +150,7 @@ t.test('within the reuse grace the same successor comes back; after it, reuse re
 
 t.test('within the grace of its own rotation, a token several rotations old gets the live token; after it, reuse', async (t) => {
   // a page reloaded twice while a request with the first cookie was still on its way
-  const c = clock()
-  const app = await startServer(t, { now: c.now })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  await login(app, jar)
-  const rt0 = jar.value!
+  const { c, app, rt0 } = await signedIn(t)
   const rt1 = tokenOf(await refreshWith(app, rt0))
   c.advance(3_000)
   const rt2 = tokenOf(await refreshWith(app, rt1))
@@ -167,12 +165,7 @@ t.test('within the grace of its own rotation, a token several rotations old gets
 })
 
 t.test('a used token is recognised however many rotations ago it was used: it ends the session', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now, env: { AUTHD_RATE_LIMIT_REFRESH_PER_IP: '1000/5m' } })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
-  const sid = sessionIdOf(first.body.data.accessToken)
+  const { c, app, jar, sid } = await signedIn(t, { AUTHD_RATE_LIMIT_REFRESH_PER_IP: '1000/5m' })
   const tokens = [jar.value!]
   for (let i = 0; i < 40; i++) {
     c.advance(60_000)
@@ -196,13 +189,7 @@ t.test('a used token is recognised however many rotations ago it was used: it en
 })
 
 t.test('logout with any token the session had ends it', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
-  const sid = sessionIdOf(first.body.data.accessToken)
-  const rt0 = jar.value!
+  const { c, app, sid, rt0 } = await signedIn(t)
   let live = rt0
   for (let i = 0; i < 35; i++) {
     c.advance(60_000)
@@ -255,13 +242,7 @@ t.test('with no grace, concurrent refreshes never leave two live successors', as
 })
 
 t.test('a reuse is logged at warn with session id and ip, never the token, and counted', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
-  const sid = sessionIdOf(first.body.data.accessToken)
-  const rt0 = jar.value!
+  const { c, app, sid, rt0 } = await signedIn(t)
   const rt1 = tokenOf(await refreshWith(app, rt0))
   const rt2 = tokenOf(await refreshWith(app, rt1))
   const metric = async (): Promise<number> => {
@@ -320,12 +301,7 @@ t.test('the body of a refresh is ignored: only the cookie counts', async (t) => 
 })
 
 t.test('idle expiry: a token unused for sessions.idle_ttl is refused and the cookie cleared', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now, env: { AUTHD_SESSIONS_IDLE_TTL: '1h', AUTHD_SESSIONS_ABSOLUTE_TTL: '1d' } })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
-  const sid = sessionIdOf(first.body.data.accessToken)
+  const { c, app, jar, sid } = await signedIn(t, { AUTHD_SESSIONS_IDLE_TTL: '1h', AUTHD_SESSIONS_ABSOLUTE_TTL: '1d' })
 
   c.advance(3_600_000 - 1)
   const justInTime = await refreshWith(app, jar.value)
@@ -345,11 +321,7 @@ t.test('idle expiry: a token unused for sessions.idle_ttl is refused and the coo
 })
 
 t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often used', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now, env: { AUTHD_SESSIONS_IDLE_TTL: '1h', AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' } })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  const first = await login(app, jar)
+  const { c, app, jar, first } = await signedIn(t, { AUTHD_SESSIONS_IDLE_TTL: '1h', AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' })
   t.match(setCookies(first)[0], /; Max-Age=7200;/, 'the cookie lives as long as the session')
   for (let i = 0; i < 2; i++) {
     c.advance(50 * 60_000)
@@ -366,11 +338,7 @@ t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often us
 })
 
 t.test('429 Too many requests above refresh.per_ip, with Retry-After, and nothing rotated', async (t) => {
-  const c = clock()
-  const app = await startServer(t, { now: c.now, env: { AUTHD_RATE_LIMIT_REFRESH_PER_IP: '3/5m' } })
-  await addUser(app, EMAIL, PASSWORD)
-  const jar = new CookieJar(COOKIE)
-  await login(app, jar)
+  const { c, app, jar } = await signedIn(t, { AUTHD_RATE_LIMIT_REFRESH_PER_IP: '3/5m' })
   for (let i = 0; i < 3; i++) {
     const res = await refreshWith(app, jar.value)
     t.equal(res.status, 200)
