@@ -12,7 +12,7 @@ import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
 import { limitKey } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
-import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, type RefreshOutcome } from './sessions.js'
+import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { newUserId } from './users.js'
 
 export interface ClientContext {
@@ -378,10 +378,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     async logout(token, body, client) {
       if (token === undefined || !REFRESH_TOKEN.test(token)) return
       // any token of the session, the live one or a used one: whoever holds one may end it
-      const sid = store.findSessionIdByRefreshHash(hashToken(token), familyHashOf(token))
+      const hash = hashToken(token)
+      const sid = store.findSessionIdByRefreshHash(hash, familyHashOf(token))
       const session = sid === undefined ? undefined : store.getSession(sid)
       if (session === undefined) return
-      if (body.all === true) {
+      // every session of the user, though, only for the holder of the live token
+      if (body.all === true && sameHash(hash, session.refreshHash)) {
         const n = await store.revokeUserSessions(session.userId)
         log.info({ event: 'logout', all: true, sessions: n, userId: session.userId, ip: client.ip }, 'signed out everywhere')
       } else {

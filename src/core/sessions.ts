@@ -64,7 +64,7 @@ export function openSuccessor(previous: string, sealed: string): string | null {
 }
 
 // constant-time so a timing side channel cannot walk a stored hash byte by byte
-const sameHash = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
+export const sameHash = (a: string, b: string): boolean => a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b))
 
 export interface SessionPolicy {
   idleTtlMs: number
@@ -143,11 +143,32 @@ function rotationsOf(s: SessionRecord): Rotation[] {
   return [{ hash: s.previousHash, at: s.rotatedAt, sealed: s.sealedSuccessor }]
 }
 
-/** Deletes sessions past their idle or absolute expiry; returns how many. */
+/**
+ * The session without the sealed successors whose grace has run out (undefined: none to drop).
+ * Past its grace a seal serves nobody, and a copy of the store together with a used token must
+ * not open the way to the live one.
+ */
+export function withoutStaleSeals(s: SessionRecord, now: number, policy: SessionPolicy): SessionRecord | undefined {
+  const rotations = rotationsOf(s)
+  const kept = rotations.filter((r) => now - r.at <= policy.reuseGraceMs)
+  if (kept.length === rotations.length && s.sealedSuccessor === undefined) return undefined
+  const { sealedSuccessor: _older, ...rest } = s
+  return { ...rest, rotations: kept }
+}
+
+/**
+ * Deletes sessions past their idle or absolute expiry, and drops the sealed successors of live
+ * ones once their grace has run out; returns how many sessions were deleted.
+ */
 export async function sweepExpiredSessions(store: Store, now: number, policy: SessionPolicy): Promise<number> {
   let n = 0
   for (const s of store.listSessions()) {
-    if (!isLive(s, now, policy) && (await store.revokeSession(s.id))) n++
+    if (!isLive(s, now, policy)) {
+      if (await store.revokeSession(s.id)) n++
+    } else if (withoutStaleSeals(s, now, policy) !== undefined) {
+      // decided again on the record as it is inside the write: it may have rotated since
+      await store.updateSession(s.id, (current) => withoutStaleSeals(current, now, policy))
+    }
   }
   return n
 }

@@ -298,6 +298,15 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       if (revoked) await root.flushed
       return result
     },
+    updateSession: (id, change) =>
+      write(() => {
+        const current = sessions.get(id)
+        if (current === undefined) return undefined
+        const next = change(current)
+        if (next === undefined) return current
+        sessions.put(id, next)
+        return next
+      }),
     revokeSession: (id) =>
       durable(
         write(() => {

@@ -108,6 +108,12 @@ export interface Store {
    * `decide` choose, atomically with respect to every other writer, what happens to it.
    */
   refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
+  /**
+   * Replaces a session's record with `change(current)`, inside a write transaction; `change` may
+   * answer undefined to leave it as it is. Not for rotation (refreshSession): the token entries
+   * stay as they are. Resolves to the record now stored, or undefined if there is none.
+   */
+  updateSession(id: string, change: (session: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined>
   /** deletes one session and its refresh-token entries; false if it did not exist */
   revokeSession(id: string): Promise<boolean>
   /** deletes every session of a user; returns how many */

@@ -188,17 +188,27 @@ t.test('a used token is recognised however many rotations ago it was used: it en
   t.ok(app.store.getSession(sid2), 'a stranger cannot end a session by guessing')
 })
 
-t.test('logout with any token the session had ends it', async (t) => {
+t.test('logout with any token the session had ends it; {"all":true} only with the live one', async (t) => {
   const { c, app, sid, rt0 } = await signedIn(t)
+  const other = new CookieJar(COOKIE)
+  await login(app, other) // the same user, another device
   let live = rt0
   for (let i = 0; i < 35; i++) {
     c.advance(60_000)
     live = tokenOf(await refreshWith(app, live))
   }
-  const out = await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie: `${COOKIE}=${rt0}` } })
+  const logout = (url: string, token: string, all: boolean) => call(url, 'POST', '/api/auth/logout', { json: all ? { all: true } : {}, headers: { cookie: `${COOKIE}=${token}` } })
+  const out = await logout(app.url, rt0, true)
   t.equal(out.status, 200)
   t.equal(app.store.getSession(sid), undefined, 'the login token, 35 rotations old, still names its session')
   t.equal((await refreshWith(app, live)).status, 401)
+  t.equal((await refreshWith(app, other.value)).status, 200, 'but a used token cannot sign the user out everywhere')
+
+  const { app: app2, rt0: live2 } = await signedIn(t)
+  const device = new CookieJar(COOKIE)
+  await login(app2, device)
+  t.equal((await logout(app2.url, live2, true)).status, 200)
+  t.equal(app2.store.listSessions().length, 0, 'the live token can')
 })
 
 t.test('20 concurrent refreshes with one token leave exactly one live successor', async (t) => {
