@@ -98,14 +98,13 @@ export function decideRefresh(
   const { now, policy } = ctx
   if (!isLive(session, now, policy)) return { action: 'revoke', result: { kind: 'expired', session } }
 
-  const rotations = rotationsOf(session)
+  // the rotations still inside their grace; each replaced the one before, so an older token can
+  // be walked forward to the live one (below)
+  const rotations = freshRotations(session, now, policy)
   if (sameHash(session.refreshHash, presented.hash)) {
     // the family goes on; a session of an older version (tokens without one) gets one now
     const token = newRefreshToken(tokenFamily(presented.token))
-    // the rotations still inside the grace, and this one; each replaced the one before, so an
-    // older token can be walked forward to the live one (below)
-    const kept = rotations.filter((r) => now - r.at <= policy.reuseGraceMs)
-    kept.push({ hash: session.refreshHash, at: now, sealed: sealSuccessor(presented.token, token) })
+    const kept = [...rotations, { hash: session.refreshHash, at: now, sealed: sealSuccessor(presented.token, token) }]
     const { sealedSuccessor: _older, ...rest } = session
     const next: SessionRecord = {
       ...rest,
@@ -124,7 +123,7 @@ export function decideRefresh(
   // lost on the way, a page reloaded twice. Answer with the live token, the very one the other
   // presenters got: opened from this token's successor, then that one's, up to the live one.
   const i = rotations.findIndex((r) => sameHash(r.hash, presented.hash))
-  if (i !== -1 && now - rotations[i]!.at <= policy.reuseGraceMs) {
+  if (i !== -1) {
     let token: string | null = presented.token
     for (let j = i; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
     if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
@@ -136,11 +135,14 @@ export function decideRefresh(
   return { action: 'revoke', result: { kind: 'reuse', session } }
 }
 
-/** The session's rotations kept for the grace (an older version's record: its one sealed successor) */
-function rotationsOf(s: SessionRecord): Rotation[] {
-  if (s.rotations !== undefined) return s.rotations
-  if (s.previousHash === null || s.rotatedAt === null || s.sealedSuccessor === undefined) return []
-  return [{ hash: s.previousHash, at: s.rotatedAt, sealed: s.sealedSuccessor }]
+/**
+ * The session's rotations still inside their grace at `now`, oldest first (an older version's
+ * record: its one sealed successor, if still inside it)
+ */
+function freshRotations(s: SessionRecord, now: number, policy: SessionPolicy): Rotation[] {
+  const all =
+    s.rotations ?? (s.previousHash === null || s.rotatedAt === null || s.sealedSuccessor === undefined ? [] : [{ hash: s.previousHash, at: s.rotatedAt, sealed: s.sealedSuccessor }])
+  return all.filter((r) => now - r.at <= policy.reuseGraceMs)
 }
 
 /**
@@ -149,9 +151,8 @@ function rotationsOf(s: SessionRecord): Rotation[] {
  * not open the way to the live one.
  */
 export function withoutStaleSeals(s: SessionRecord, now: number, policy: SessionPolicy): SessionRecord | undefined {
-  const rotations = rotationsOf(s)
-  const kept = rotations.filter((r) => now - r.at <= policy.reuseGraceMs)
-  if (kept.length === rotations.length && s.sealedSuccessor === undefined) return undefined
+  const kept = freshRotations(s, now, policy)
+  if (s.sealedSuccessor === undefined && kept.length === (s.rotations?.length ?? 0)) return undefined
   const { sealedSuccessor: _older, ...rest } = s
   return { ...rest, rotations: kept }
 }

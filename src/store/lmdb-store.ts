@@ -177,13 +177,13 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     isEmpty: () => users.getKeysCount() === 0 && keys.getKeysCount() === 0 && meta.get('schema_version') === undefined,
   })
 
-  // inside a write transaction: remove a session with its indexes
-  // the family's entry sits with the token entries, under generation -1: deleteSessionTx's range
-  // removes it with them
+  // inside a write transaction: index a session's token family. Its entry sits with the token
+  // entries, under generation -1, so deleteSessionTx's range removes it with them
   const putFamily = (s: SessionRecord): void => {
     refresh.put(s.familyHash!, s.id)
     sessionTokens.put([s.id, -1], s.familyHash!)
   }
+  // inside a write transaction: remove a session with its indexes
   const deleteSessionTx = (s: SessionRecord): void => {
     sessions.remove(s.id)
     userSessions.remove([s.userId, s.id])

@@ -3,49 +3,12 @@
  * deleted with their token entries, and live sessions lose the sealed successors whose reuse
  * grace has run out (a copy of the store and a used token must not lead to the live token).
  */
-import t, { type Test } from 'tap'
-import { decideRefresh, familyHashOf, hashToken, newRefreshToken, openSuccessor, sweepExpiredSessions, withoutStaleSeals, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import t from 'tap'
+import { familyHashOf, hashToken, openSuccessor, sweepExpiredSessions, withoutStaleSeals } from '../../src/core/sessions.js'
 import type { SessionRecord, Store } from '../../src/store/store.js'
+import { newSession as stored, openStore, policy, refresh, rotate, T0 } from '../helpers/refresh-store.js'
 
-const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
-const T0 = 1_700_000_000_000
-
-async function openStore(t: Test): Promise<Store> {
-  const store = await openLmdbStore({ path: t.testdir() })
-  t.teardown(() => store.close())
-  return store
-}
-
-async function newSession(store: Store, id: string, at = T0): Promise<string> {
-  const token = newRefreshToken()
-  const s: SessionRecord = {
-    id,
-    userId: 'u1',
-    createdAt: at,
-    lastUsedAt: at,
-    expiresAt: at + policy.absoluteTtlMs,
-    ip: '127.0.0.1',
-    userAgent: 'test',
-    refreshHash: hashToken(token),
-    previousHash: null,
-    rotatedAt: null,
-    generation: 0,
-    familyHash: familyHashOf(token),
-    rotations: [],
-  }
-  await store.createSession(s)
-  return token
-}
-
-const refresh = (store: Store, token: string, now: number): Promise<RefreshOutcome> =>
-  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token))
-
-async function rotate(store: Store, token: string, now: number): Promise<string> {
-  const out = await refresh(store, token, now)
-  if (out.kind !== 'rotated') throw new Error(`expected a rotation, got ${out.kind}`)
-  return out.token
-}
+const newSession = async (store: Store, id: string, at = T0): Promise<string> => (await stored(store, { id, at })).token
 
 t.test('expired sessions go, with every token entry; live ones stay', async (t) => {
   const store = await openStore(t)

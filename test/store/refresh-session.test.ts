@@ -6,52 +6,13 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
+import { decideRefresh, familyHashOf, hashToken } from '../../src/core/sessions.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import type { SessionRecord, Store, UserRecord } from '../../src/store/store.js'
-
-const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
-const T0 = 1_700_000_000_000
-
-async function openStore(t: Test): Promise<Store> {
-  const dir = t.testdir()
-  const store = await openLmdbStore({ path: dir })
-  t.teardown(() => store.close())
-  return store
-}
+import type { UserRecord } from '../../src/store/store.js'
+import { newSession, openStore, policy, refresh, rotate, T0 } from '../helpers/refresh-store.js'
 
 function user(id: string, email: string): UserRecord {
   return { id, email, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdA$aGFzaA', createdAt: T0, updatedAt: T0, disabled: false }
-}
-
-/** a session as authd makes it; `legacy`: as an older version did (a token without a family) */
-async function newSession(store: Store, userId = 'u1', id = `s${Math.random().toString(36).slice(2)}`, legacy = false): Promise<{ id: string; token: string }> {
-  const token = legacy ? newRefreshToken().slice(23) : newRefreshToken()
-  const s: SessionRecord = {
-    id,
-    userId,
-    createdAt: T0,
-    lastUsedAt: T0,
-    expiresAt: T0 + policy.absoluteTtlMs,
-    ip: '127.0.0.1',
-    userAgent: 'test',
-    refreshHash: hashToken(token),
-    previousHash: null,
-    rotatedAt: null,
-    generation: 0,
-    ...(legacy ? {} : { familyHash: familyHashOf(token), rotations: [] }),
-  }
-  await store.createSession(s)
-  return { id, token }
-}
-
-const refresh = (store: Store, token: string, now = T0): Promise<RefreshOutcome> =>
-  store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token))
-
-async function rotate(store: Store, token: string, now = T0): Promise<string> {
-  const out = await refresh(store, token, now)
-  if (out.kind !== 'rotated') throw new Error(`expected a rotation, got ${out.kind}`)
-  return out.token
 }
 
 t.test('50 concurrent createUser of one email: exactly one wins', async (t) => {
@@ -133,14 +94,14 @@ t.test('reuse is detected for every token a session ever had, through its family
 
 t.test("an older version's session (no family): reuse is detected for its last 32 tokens, and it gets a family at its next rotation", async (t) => {
   const store = await openStore(t)
-  const { id, token } = await newSession(store, 'u1', undefined, true)
+  const { id, token } = await newSession(store, { legacy: true })
   t.equal(familyHashOf(token), undefined)
   const first = await refresh(store, token, T0)
   if (first.kind !== 'rotated') throw new Error('not rotated')
   t.match(first.token, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, 'its next token has a family')
   t.equal(store.findSessionIdByRefreshHash('x', familyHashOf(first.token)), id, 'indexed by it')
 
-  const legacy = await newSession(store, 'u2', undefined, true)
+  const legacy = await newSession(store, { userId: 'u2', legacy: true })
   // a store of an older version: tokens without a family were indexed one by one, the last 32
   const oldChain = [legacy.token]
   t.equal(store.findSessionIdByRefreshHash(hashToken(oldChain[0]!)), legacy.id)
@@ -154,9 +115,9 @@ t.test("an older version's session (no family): reuse is detected for its last 3
 
 t.test('revokeSession and revokeUserSessions remove the sessions and their token entries', async (t) => {
   const store = await openStore(t)
-  const a = await newSession(store, 'u1')
-  const b = await newSession(store, 'u1')
-  const c = await newSession(store, 'u2')
+  const a = await newSession(store, { userId: 'u1' })
+  const b = await newSession(store, { userId: 'u1' })
+  const c = await newSession(store, { userId: 'u2' })
   const a1 = await rotate(store, a.token)
   t.equal(await store.revokeSession(a.id), true)
   t.equal(await store.revokeSession(a.id), false, 'twice is harmless')
