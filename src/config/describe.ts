@@ -22,6 +22,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       trust_proxy: [...server.trustProxy],
       body_limit: formatSize(server.bodyLimit),
       public_url: server.publicUrl,
+      socket: server.socket ?? '',
     },
     store: { path: config.store.path },
     tokens: {
@@ -35,6 +36,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       idle_ttl: formatDuration(sessions.idleTtlMs),
       absolute_ttl: formatDuration(sessions.absoluteTtlMs),
       reuse_grace: formatDuration(sessions.reuseGraceMs),
+      max_per_user: sessions.maxPerUser,
     },
     cookie: { name: cookie.name, secure: cookie.secure, same_site: cookie.sameSite, path: cookie.path },
     cors: { origins: [...config.cors.origins] },
@@ -50,6 +52,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
         per_ip_email: rateLimit.login.perIpEmail.text,
         per_email: rateLimit.login.perEmail.text,
         per_ip: rateLimit.login.perIp.text,
+        per_device: rateLimit.login.perDevice.text,
       },
       register: { per_ip: rateLimit.register.perIp.text },
       refresh: { per_ip: rateLimit.refresh.perIp.text },

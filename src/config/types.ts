@@ -20,6 +20,8 @@ export interface Config {
     bodyLimit: number
     /** absolute URL; defaults to http://<host>:<port> */
     publicUrl: string
+    /** absolute path of a Unix socket to listen on instead of host:port, or null */
+    socket: string | null
   }
   store: { path: string }
   tokens: {
@@ -29,12 +31,12 @@ export interface Config {
     audience: string
     clockToleranceMs: number
   }
-  sessions: { idleTtlMs: number; absoluteTtlMs: number; reuseGraceMs: number }
+  sessions: { idleTtlMs: number; absoluteTtlMs: number; reuseGraceMs: number; maxPerUser: number }
   cookie: { name: string; secure: boolean; sameSite: SameSite; path: string }
   cors: { origins: string[] }
   passwords: { minLength: number; maxLength: number; memoryKib: number; timeCost: number; parallelism: number }
   rateLimit: {
-    login: { perIpEmail: RateRule; perEmail: RateRule; perIp: RateRule }
+    login: { perIpEmail: RateRule; perEmail: RateRule; perIp: RateRule; perDevice: RateRule }
     register: { perIp: RateRule }
     refresh: { perIp: RateRule }
     maxKeys: number

@@ -111,6 +111,13 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     conflict('cookie.path', 'must be "/" when cookie.name has a __Host- prefix', 'cookie.name')
   }
 
+  // "" (the default) listens on host and port; a path is resolved against the working directory
+  const socketPath = (): string | null => {
+    const at = entry('server.socket')
+    if (typeof at.value !== 'string' || at.value.includes('\0')) return fail('server.socket', 'must be a file path, or "" for none', at)
+    return at.value === '' ? null : resolve(options.cwd, at.value)
+  }
+
   const minLength = integer('passwords.min_length', 1, 4096)
   const maxLength = integer('passwords.max_length', 1, 4096)
   if (maxLength < minLength) conflict('passwords.max_length', 'must be >= passwords.min_length', 'passwords.min_length')
@@ -122,6 +129,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
       trustProxy: list('server.trust_proxy', 'entries must be IP addresses or CIDRs like "10.0.0.0/8"', normaliseCidr),
       bodyLimit: size('server.body_limit'),
       publicUrl,
+      socket: socketPath(),
     },
     store: { path: resolve(options.cwd, string('store.path')) },
     tokens: {
@@ -135,6 +143,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
       idleTtlMs: duration('sessions.idle_ttl'),
       absoluteTtlMs: duration('sessions.absolute_ttl'),
       reuseGraceMs: duration('sessions.reuse_grace', { allowZero: true }),
+      maxPerUser: integer('sessions.max_per_user', 1, 100000),
     },
     cookie: { name: cookieName, secure, sameSite, path: cookiePath },
     cors: {
@@ -154,6 +163,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
         perIpEmail: rate('rate_limit.login.per_ip_email'),
         perEmail: rate('rate_limit.login.per_email'),
         perIp: rate('rate_limit.login.per_ip'),
+        perDevice: rate('rate_limit.login.per_device'),
       },
       register: { perIp: rate('rate_limit.register.per_ip') },
       refresh: { perIp: rate('rate_limit.refresh.per_ip') },

@@ -30,11 +30,11 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
   const { config, file } = load(cwd)
   t.equal(file, null)
   t.same(config, {
-    server: { host: '127.0.0.1', port: 8080, trustProxy: [], bodyLimit: 16_384, publicUrl: 'http://127.0.0.1:8080' },
+    server: { host: '127.0.0.1', port: 8080, trustProxy: [], bodyLimit: 16_384, publicUrl: 'http://127.0.0.1:8080', socket: null },
     store: { path: join(cwd, 'data') },
     tokens: { algorithm: 'ES256', accessTtlMs: 900_000, issuer: 'authd', audience: 'authd', clockToleranceMs: 5_000 },
-    sessions: { idleTtlMs: 7 * 86_400_000, absoluteTtlMs: 30 * 86_400_000, reuseGraceMs: 10_000 },
-    cookie: { name: '__Secure-authd_rt', secure: true, sameSite: 'Strict', path: '/api/auth' },
+    sessions: { idleTtlMs: 7 * 86_400_000, absoluteTtlMs: 30 * 86_400_000, reuseGraceMs: 10_000, maxPerUser: 50 },
+    cookie: { name: '__Host-authd_rt', secure: true, sameSite: 'Strict', path: '/' },
     cors: { origins: [] },
     passwords: { minLength: 8, maxLength: 256, memoryKib: 19456, timeCost: 2, parallelism: 1 },
     rateLimit: {
@@ -42,6 +42,7 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
         perIpEmail: { count: 5, windowMs: 900_000, text: '5/15m' },
         perEmail: { count: 20, windowMs: 3_600_000, text: '20/1h' },
         perIp: { count: 50, windowMs: 900_000, text: '50/15m' },
+        perDevice: { count: 10, windowMs: 900_000, text: '10/15m' },
       },
       register: { perIp: { count: 10, windowMs: 3_600_000, text: '10/1h' } },
       refresh: { perIp: { count: 150, windowMs: 300_000, text: '150/5m' } },
@@ -54,10 +55,10 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
   })
 })
 
-t.test('--dev drops the Secure attribute and the __Secure- prefix of the cookie', async (t) => {
+t.test('--dev drops the Secure attribute and the __Host- prefix of the cookie', async (t) => {
   const { config } = load(t.testdir({}), { flags: { dev: true } })
   t.equal(config.dev, true)
-  t.same(config.cookie, { name: 'authd_rt', secure: false, sameSite: 'Strict', path: '/api/auth' })
+  t.same(config.cookie, { name: 'authd_rt', secure: false, sameSite: 'Strict', path: '/' })
 })
 
 t.test('--dev with an explicit __Secure- cookie name is an error naming both keys', async (t) => {
@@ -72,7 +73,7 @@ t.test('--dev with an explicit __Secure- cookie name is an error naming both key
 
 t.test('--dev keeps an explicitly configured cookie', async (t) => {
   const cwd = t.testdir({ 'auth.toml': '[cookie]\nname = "rt"\nsecure = true\n' })
-  t.same(load(cwd, { flags: { dev: true } }).config.cookie, { name: 'rt', secure: true, sameSite: 'Strict', path: '/api/auth' })
+  t.same(load(cwd, { flags: { dev: true } }).config.cookie, { name: 'rt', secure: true, sameSite: 'Strict', path: '/' })
 })
 
 t.test('port: a flag beats the environment, which beats the file', async (t) => {
@@ -284,4 +285,21 @@ t.test('trust_proxy accepts IPv4 and IPv6 CIDRs and bare addresses', async (t) =
 t.test('cors origins are normalised to the form browsers send', async (t) => {
   const cwd = t.testdir({ 'auth.toml': '[cors]\norigins = ["HTTPS://App.Example.com:443/", "http://localhost:5173"]\n' })
   t.same(load(cwd).config.cors.origins, ['https://app.example.com', 'http://localhost:5173'])
+})
+
+t.test('server.socket: "" listens on host and port; a path is made absolute against the working directory', async (t) => {
+  const cwd = t.testdir({ 'auth.toml': '[server]\nsocket = "run/authd.sock"\n' })
+  t.equal(load(cwd).config.server.socket, join(cwd, 'run/authd.sock'))
+  t.equal(load(t.testdir({})).config.server.socket, null)
+})
+
+t.test('sessions.max_per_user must be a positive integer', async (t) => {
+  const cwd = t.testdir({})
+  configError(t, () => load(cwd, { env: { AUTHD_SESSIONS_MAX_PER_USER: '0' } }), 'config: sessions.max_per_user must be an integer 1-100000', '(got 0 from AUTHD_SESSIONS_MAX_PER_USER)')
+  t.equal(load(cwd, { env: { AUTHD_SESSIONS_MAX_PER_USER: '3' } }).config.sessions.maxPerUser, 3)
+})
+
+t.test('the default cookie name __Host-authd_rt refuses a path other than "/"', async (t) => {
+  const cwd = t.testdir({ 'auth.toml': '[cookie]\npath = "/api/auth"\n' })
+  configError(t, () => load(cwd), 'config: cookie.path must be "/" when cookie.name has a __Host- prefix', '"/api/auth"')
 })
