@@ -3,6 +3,7 @@
  * with lives here, and the README's error table is checked against it by a test.
  */
 export const errorRegistry = {
+  BAD_REQUEST: { status: 400, message: 'Bad request' },
   INVALID_JSON: { status: 400, message: 'Invalid JSON body' },
   CREDENTIALS_REQUIRED: { status: 400, message: 'Email and password are required' },
   INVALID_EMAIL: { status: 400, message: 'Invalid email address' },
@@ -21,6 +22,7 @@ export const errorRegistry = {
   EMAIL_TAKEN: { status: 409, message: 'Email already registered' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'Request headers too large' },
   TOO_MANY_LOGINS: { status: 429, message: 'Too many login attempts' },
   TOO_MANY_REGISTRATIONS: { status: 429, message: 'Too many registration attempts' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests' },

@@ -4,6 +4,9 @@
  * written at once; the ones after it within the same period are only counted, and written as one
  * line with `repeated: <count>` when the period ends. An address quiet for a period is written at
  * once again. Every refusal is still counted in the metrics (authd_rate_limited_total).
+ *
+ * `repeat` is the same mechanism for any line one client can make a flood of (the request lines
+ * of its 400s, 404s and 405s: docs/observability.md).
  */
 export interface RefusalFields {
   event: 'login' | 'register'
@@ -13,6 +16,12 @@ export interface RefusalFields {
 
 export interface RefusalLog {
   refused(fields: RefusalFields, msg: string): void
+  /**
+   * One more occurrence of what `key` names (a client and what it did): the first in a period
+   * calls `first` (which writes its own line); later ones are only counted, and written at the
+   * end of the period as `fields` with `repeated: <count>` and the message `<msg> (repeated)`.
+   */
+  repeat(key: string, first: () => void, fields: object, msg: string): void
   /** writes the counts gathered so far and stops the timer */
   close(): void
 }
@@ -26,7 +35,7 @@ export interface RefusalLogOptions {
 }
 
 interface Quiet {
-  fields: RefusalFields
+  fields: object
   msg: string
   repeated: number
 }
@@ -39,22 +48,27 @@ export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
     const ended = quiet
     quiet = new Map()
     for (const q of ended.values()) {
-      if (q.repeated > 0) opts.write({ ...q.fields, outcome: 'rate_limited', repeated: q.repeated }, `${q.msg} (repeated)`)
+      if (q.repeated > 0) opts.write({ ...q.fields, repeated: q.repeated }, `${q.msg} (repeated)`)
     }
   }
   const timer = setInterval(flush, opts.periodMs ?? 10_000).unref()
 
+  const repeat = (key: string, first: () => void, fields: object, msg: string): void => {
+    const q = quiet.get(key)
+    if (q !== undefined) {
+      q.repeated++
+      return
+    }
+    if (quiet.size < maxKeys) quiet.set(key, { fields, msg, repeated: 0 })
+    first()
+  }
+
   return {
     refused(fields, msg) {
-      const key = `${fields.limit} ${fields.ip}`
-      const q = quiet.get(key)
-      if (q !== undefined) {
-        q.repeated++
-        return
-      }
-      if (quiet.size < maxKeys) quiet.set(key, { fields, msg, repeated: 0 })
-      opts.write({ event: fields.event, outcome: 'rate_limited', limit: fields.limit, ip: fields.ip }, msg)
+      const line = { event: fields.event, outcome: 'rate_limited', limit: fields.limit, ip: fields.ip }
+      repeat(`${fields.limit} ${fields.ip}`, () => opts.write(line, msg), line, msg)
     },
+    repeat,
     close() {
       clearInterval(timer)
       flush()

@@ -84,19 +84,28 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const { config, file } = loadConfig({ flags, env: io.env, cwd: io.cwd })
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
   const services = await createServices(config, { logger: log })
-  const running = await listen(services, config.server.host, config.server.port).catch(async (err: NodeJS.ErrnoException) => {
+  const socket = config.server.socket
+  const at = socket !== null ? { socket } : { host: config.server.host, port: config.server.port }
+  const running = await listen(services, at).catch(async (err: NodeJS.ErrnoException) => {
     await services.close()
+    if (socket !== null) {
+      if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${socket}: another process is listening on that socket`)
+      if (err.code === 'ENOTSOCK') throw new Error(`cannot listen on ${socket}: the path exists and is not a socket (server.socket)`)
+      if (err.code === 'EACCES' || err.code === 'ENOENT') throw new Error(`cannot listen on ${socket}: ${err.code === 'EACCES' ? 'permission denied' : 'no such directory'} (server.socket)`)
+      throw err
+    }
     const where = `${config.server.host}:${config.server.port}`
     if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${where}: the address is already in use (set --port or server.port)`)
     if (err.code === 'EACCES') throw new Error(`cannot listen on ${where}: permission denied (ports below 1024 need privileges)`)
     if (err.code === 'EADDRNOTAVAIL') throw new Error(`cannot listen on ${where}: no such address on this machine`)
     throw err
   })
-  if (config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)) {
+  if (socket === null && config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)) {
     // the default public URL names the port actually chosen
     config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
   }
-  log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+  if (socket !== null) log.info({ event: 'listening', socket, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+  else log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
   // not left to the next batch of lines: whoever waits for this line (a supervisor, a script
   // reading the port chosen by --port 0) sees it at once
   log.flush()

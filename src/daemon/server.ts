@@ -1,13 +1,19 @@
 /** The listening server: the only place that calls listen(). */
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
+import { errorRegistry } from '../core/errors.js'
+import { MAX_HEADER_LINES } from '../http/app.js'
 import type { Services } from './services.js'
 
 export interface RunningServer {
   server: Server
-  /** e.g. http://127.0.0.1:8080 */
+  /** e.g. http://127.0.0.1:8080, or unix:/run/authd/authd.sock */
   url: string
+  /** the TCP port; 0 on a Unix socket */
   port: number
+  /** the Unix socket listened on, or null */
+  socket: string | null
   /** stop accepting, drain in-flight requests (at most `graceMs`), close the store */
   stop(graceMs?: number): Promise<void>
 }
@@ -19,7 +25,13 @@ const HEADERS_TIMEOUT_MS = 10_000
 const REQUEST_TIMEOUT_MS = 12_000
 const KEEP_ALIVE_TIMEOUT_MS = 5_000
 
-export async function listen(services: Services, host: string, port: number): Promise<RunningServer> {
+/** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
+export type ListenAt = { host: string; port: number } | { socket: string }
+
+export async function listen(services: Services, host: string, port: number): Promise<RunningServer>
+export async function listen(services: Services, at: ListenAt): Promise<RunningServer>
+export async function listen(services: Services, hostOrAt: string | ListenAt, port = 0): Promise<RunningServer> {
+  const at: ListenAt = typeof hostOrAt === 'string' ? { host: hostOrAt, port } : hostOrAt
   const server = createServer(
     {
       headersTimeout: HEADERS_TIMEOUT_MS,
@@ -32,32 +44,58 @@ export async function listen(services: Services, host: string, port: number): Pr
   )
   // socket inactivity once a request is in (a response nobody reads, say): as before, 15 s
   server.timeout = 15_000
-  server.maxHeadersCount = 100
+  // node drops the header lines past maxHeadersCount without a word (an Origin or X-Forwarded-For
+  // after 100 others would go unread): it keeps one more than the app allows, so that the app sees
+  // there were too many and refuses the request whole with 431 (app.ts)
+  server.maxHeadersCount = MAX_HEADER_LINES + 1
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // malformed HTTP or a timed-out socket: answer 400 (or just close) without a stack
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const body = JSON.stringify({ success: false, message: status === 431 ? 'Request headers too large' : status === 408 ? 'Request timeout' : 'Bad request' })
+    const body = JSON.stringify({ success: false, message: status === 431 ? errorRegistry.HEADERS_TOO_LARGE.message : status === 408 ? 'Request timeout' : errorRegistry.BAD_REQUEST.message })
     socket.end(
       `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n` +
         `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     )
   })
+  if ('socket' in at) await removeStaleSocket(at.socket)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
-    server.listen(port, host, () => {
+    const listening = (): void => {
       server.off('error', reject)
       resolve()
-    })
+    }
+    if ('socket' in at) {
+      // created 0660 whatever the umask: bind() creates the file, synchronously within listen(),
+      // with the process umask; the chmod after it is for certainty (the directory, systemd's
+      // RuntimeDirectory, keeps everyone else out in the meantime)
+      const umask = process.umask(0o117)
+      try {
+        server.listen(at.socket, listening)
+      } finally {
+        process.umask(umask)
+      }
+    } else server.listen(at.port, at.host, listening)
   })
-  const addr = server.address() as AddressInfo
-  const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
+  let url: string
+  let boundPort = 0
+  const socketPath = 'socket' in at ? at.socket : null
+  if (socketPath !== null) {
+    chmodSync(socketPath, 0o660)
+    url = `unix:${socketPath}`
+  } else {
+    const addr = server.address() as AddressInfo
+    const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address
+    url = `http://${shownHost}:${addr.port}`
+    boundPort = addr.port
+  }
   let stopping: Promise<void> | undefined
   return {
     server,
-    url: `http://${shownHost}:${addr.port}`,
-    port: addr.port,
+    url,
+    port: boundPort,
+    socket: socketPath,
     stop(graceMs = 10_000) {
       stopping ??= (async () => {
         services.setReady(false)
@@ -70,9 +108,43 @@ export async function listen(services: Services, host: string, port: number): Pr
         await closed
         clearInterval(idle)
         clearTimeout(timer)
+        if (socketPath !== null) removeSocketFile(socketPath)
         await services.close()
       })()
       return stopping
     },
   }
+}
+
+/** Removes the socket file if it is (still) there and a socket; anything else at the path is left. */
+function removeSocketFile(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path)
+  } catch {
+    // already gone (node removes it on close)
+  }
+}
+
+/**
+ * A socket file left by an authd that crashed is replaced; one that a running authd still answers
+ * on is not (EADDRINUSE, as for a port in use), and a path that is not a socket is never removed.
+ */
+async function removeStaleSocket(path: string): Promise<void> {
+  let isSocket: boolean
+  try {
+    isSocket = lstatSync(path).isSocket()
+  } catch {
+    return // nothing there
+  }
+  if (!isSocket) throw Object.assign(new Error(`${path} exists and is not a socket`), { code: 'ENOTSOCK' })
+  const alive = await new Promise<boolean>((resolve) => {
+    const probe = connect(path)
+    probe.once('connect', () => {
+      probe.destroy()
+      resolve(true)
+    })
+    probe.once('error', () => resolve(false))
+  })
+  if (alive) throw Object.assign(new Error(`listen EADDRINUSE: ${path}`), { code: 'EADDRINUSE' })
+  unlinkSync(path)
 }

@@ -74,7 +74,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals })
   let ready = true
   let closing: Promise<void> | undefined
-  const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), ready: () => ready })
+  const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: () => ready })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {

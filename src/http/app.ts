@@ -14,6 +14,7 @@ import { createClientIp, type ClientIp, type ClientIpResolver } from './client-i
 import { createRefreshCookie } from './cookies.js'
 import { createOriginPolicy } from './cors.js'
 import type { Metrics } from './metrics.js'
+import type { RefusalLog } from '../core/refusal-log.js'
 
 export interface HttpLogger {
   info(obj: object, msg?: string): void
@@ -36,7 +37,17 @@ export interface AppDeps {
   requestLog?: RequestLog
   /** store and keys loaded, not draining */
   ready: () => boolean
+  /**
+   * Where the request lines of one client's junk (400, 404, 405, 431) are gathered, so that a
+   * client sending thousands of them a second writes one line at once and one `request_repeated`
+   * line per period (the rate-limit refusals' mechanism, core/refusal-log.ts). Without it every
+   * request line is written.
+   */
+  repeats?: Pick<RefusalLog, 'repeat'>
 }
+
+/** header lines a request may have: node keeps one more (server.ts), so more than this are seen */
+export const MAX_HEADER_LINES = 100
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -76,7 +87,7 @@ export function createApp(deps: AppDeps): Handler {
   const requestLog: RequestLog = deps.requestLog ?? ((reqId, method, route, status, ms) => log.info({ reqId, method, route, status, ms }, 'request'))
   const cookie = createRefreshCookie(config)
   const origins = createOriginPolicy(config)
-  const clientIpOf = clientIpMemo(createClientIp(config.server.trustProxy))
+  const clientIpOf = clientIpMemo(createClientIp(config.server.trustProxy, { unixSocket: config.server.socket !== null }))
   const bodyLimit = config.server.bodyLimit
   const bootId = randomBytes(4).toString('hex')
   const meBodies = new WeakMap<object, { text: string; length: number }>()
@@ -84,11 +95,16 @@ export function createApp(deps: AppDeps): Handler {
 
   // The request is counted and logged when its response is handed to the socket, by whichever
   // code wrote it (send, jwks, metrics, preflight): no per-request 'finish' listener.
+  const repeats = deps.repeats
   const finished = (x: Exchange, status: number): void => {
     const ms = performance.now() - x.started
     const method = x.req.method ?? ''
     metrics.observe(x.route, method, status, ms / 1000)
-    requestLog(x.id, method, x.route, status, Math.round(ms * 100) / 100)
+    const line = (): void => requestLog(x.id, method, x.route, status, Math.round(ms * 100) / 100)
+    if (repeats !== undefined && (status === 404 || status === 405 || status === 400 || status === 431)) {
+      const ip = x.client().ip
+      repeats.repeat(`request ${status} ${ip}`, line, { event: 'request_repeated', ip, status }, 'request')
+    } else line()
   }
 
   const send = (x: Exchange, status: number, body: unknown, extra?: Record<string, string | string[]>): void => {
@@ -131,7 +147,7 @@ export function createApp(deps: AppDeps): Handler {
     if (code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
     if (code === 'INVALID_ACCESS_TOKEN') headers['www-authenticate'] = 'Bearer error="invalid_token"'
     if (code === 'INVALID_REFRESH_TOKEN') headers['set-cookie'] = cookie.clear()
-    if (code === 'BODY_TOO_LARGE') headers.connection = 'close'
+    if (code === 'BODY_TOO_LARGE' || code === 'BAD_REQUEST' || code === 'HEADERS_TOO_LARGE') headers.connection = 'close'
     send(x, errorRegistry[code].status, { success: false, message }, headers)
   }
 
@@ -177,14 +193,23 @@ export function createApp(deps: AppDeps): Handler {
       POST: async (x) => {
         checkOrigin(x)
         await readJsonBody(x.req, bodyLimit)
-        signedIn(x, 200, await auth.refresh(cookie.read(x.req.headers.cookie), x.client()))
+        const header = x.req.headers.cookie
+        if (cookie.ambiguous(header)) {
+          // a planted second cookie: nothing is touched and nothing cleared (cookies.ts)
+          metrics.events.refresh('invalid')
+          return send(x, 401, { success: false, message: errorRegistry.INVALID_REFRESH_TOKEN.message })
+        }
+        signedIn(x, 200, await auth.refresh(cookie.read(header), x.client()))
       },
     },
     '/api/auth/logout': {
       POST: async (x) => {
         checkOrigin(x)
         const body = await readJsonBody(x.req, bodyLimit)
-        await auth.logout(cookie.read(x.req.headers.cookie), body, x.client())
+        const header = x.req.headers.cookie
+        // a planted second cookie: nothing is touched and nothing cleared (cookies.ts)
+        if (cookie.ambiguous(header)) return ok(x, 200, {})
+        await auth.logout(cookie.read(header), body, x.client())
         ok(x, 200, {}, { 'set-cookie': cookie.clear() })
       },
     },
@@ -261,7 +286,8 @@ export function createApp(deps: AppDeps): Handler {
                 throw new AppError('METHOD_NOT_ALLOWED')
               })
       try {
-        router.on(method as HTTPMethod, path, handler as never)
+        // the path is the route's store: the metrics and log label is always a template
+        router.on(method as HTTPMethod, path, handler as never, path)
       } catch {
         // a method node:http knows and find-my-way does not: such requests answer 404
       }
@@ -288,14 +314,23 @@ export function createApp(deps: AppDeps): Handler {
   return function handle(req, res) {
     const started = performance.now()
     const id = `${bootId}-${(++seq).toString(36)}`
-    const path = routePath(req.url ?? '/')
-    let handler: RouteHandler | undefined
+    const url = req.url ?? ''
+    // Malformed requests are refused whole, before any route: a target that is not a path
+    // (absolute-form `GET http://host/…`, which node hands over as it came and which named
+    // routes, and labels, of its own; `*`; `host:port`), more header lines than node keeps (those
+    // past them would be dropped unread, an Origin or X-Forwarded-For among them), two Hosts.
+    const malformed: ErrorCode | undefined =
+      req.rawHeaders.length > 2 * MAX_HEADER_LINES ? 'HEADERS_TOO_LARGE' : url.charCodeAt(0) !== 47 || hostCount(req.rawHeaders) > 1 ? 'BAD_REQUEST' : undefined
+    if (malformed !== undefined) return sendError(new Exchange(req, res, id, 'unknown', started, clientIpOf), new AppError(malformed))
+    const path = routePath(url)
+    let found: { handler: unknown; store: unknown } | null = null
     try {
-      handler = router.find((req.method ?? 'GET') as HTTPMethod, path)?.handler as unknown as RouteHandler | undefined
+      found = router.find((req.method ?? 'GET') as HTTPMethod, path)
     } catch {
-      handler = undefined
+      found = null
     }
-    const route = handler === undefined ? 'unknown' : path
+    const handler = found?.handler as RouteHandler | undefined
+    const route = handler === undefined ? 'unknown' : (found!.store as string)
     const x = new Exchange(req, res, id, route, started, clientIpOf)
 
     // every /api/auth/* answer, a 404 for a path under it too, so a page can read what went wrong
@@ -317,6 +352,16 @@ export function createApp(deps: AppDeps): Handler {
       sendError(x, err)
     }
   }
+}
+
+/** how many Host headers a request has (node keeps the first in `req.headers`, silently) */
+function hostCount(raw: string[]): number {
+  let n = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!
+    if (k.length === 4 && (k === 'Host' || k === 'host' || k.toLowerCase() === 'host')) n++
+  }
+  return n
 }
 
 /**

@@ -18,6 +18,13 @@ export type ClientIpResolver = (
 export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ ip: 'unknown', key: 'unknown' })
 
 /**
+ * The address of a peer on the Unix socket (server.socket) that sent no X-Forwarded-For: a process
+ * on this machine, so loopback (one limiter key for all of them, and `authctl limits clear
+ * 127.0.0.1` clears it).
+ */
+export const UNIX_SOCKET_PEER = '127.0.0.1'
+
+/**
  * Strict parse: IPv4 only in four-part decimal (no `127.1`, hex or octal forms, which are
  * ambiguous and never written by a proxy), IPv6 per RFC 4291; IPv4-mapped IPv6 becomes IPv4 so
  * `::ffff:1.2.3.4` and `1.2.3.4` are one client. No ports, brackets or whitespace.
@@ -72,8 +79,9 @@ function view(addr: Address): ClientIp {
  * against the proxy's own address is the conservative answer (it can never mint a fresh limiter
  * key, as taking the garbage, or something to its left, could).
  */
-export function createClientIp(trustProxy: readonly string[]): ClientIpResolver {
+export function createClientIp(trustProxy: readonly string[], opts: { unixSocket?: boolean } = {}): ClientIpResolver {
   const ranges = trustProxy.map(parseRange)
+  const unixPeer = opts.unixSocket === true ? parseAddress(UNIX_SOCKET_PEER)! : null
 
   function trusted(addr: Address): boolean {
     for (const range of ranges) {
@@ -82,19 +90,10 @@ export function createClientIp(trustProxy: readonly string[]): ClientIpResolver 
     return false
   }
 
-  return (remoteAddress, forwardedFor) => {
-    if (remoteAddress === undefined) return UNKNOWN_CLIENT
-    // hottest case first: plain IPv4 peer and no proxies — no parsing beyond the check
-    if (ranges.length === 0 && ipaddr.IPv4.isValidFourPartDecimal(remoteAddress)) {
-      return { ip: remoteAddress, key: remoteAddress }
-    }
-    const socket = parseAddress(remoteAddress)
-    if (socket === null) return UNKNOWN_CLIENT
-    // fast path: no proxies configured, or the peer is not one — the header is not even read
-    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
-
+  /** the client named by `forwardedFor` as a proxy at `peer` passed it on (see above) */
+  function forwarded(peer: Address, forwardedFor: string | string[]): ClientIp {
     const header = typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(',')
-    let client = socket
+    let client = peer
     // right to left with lastIndexOf: no array for a long (possibly spoofed) chain, and the walk
     // stops at the first untrusted entry without touching the rest
     let end = header.length
@@ -104,10 +103,29 @@ export function createClientIp(trustProxy: readonly string[]): ClientIpResolver 
       end = comma
       if (entry === '') continue
       const addr = parseAddress(entry)
-      if (addr === null) return view(socket)
+      if (addr === null) return view(peer)
       client = addr
       if (!trusted(addr)) break
     }
     return view(client)
+  }
+
+  return (remoteAddress, forwardedFor) => {
+    // A Unix socket peer has no address. When authd listens on server.socket instead of a port,
+    // only the processes that may open the socket file (the proxy's group, mode 0660) reach it:
+    // every peer is a trusted proxy, so its X-Forwarded-For is believed.
+    if (remoteAddress === undefined) {
+      if (unixPeer === null) return UNKNOWN_CLIENT
+      return forwardedFor === undefined ? view(unixPeer) : forwarded(unixPeer, forwardedFor)
+    }
+    // hottest case first: plain IPv4 peer and no proxies — no parsing beyond the check
+    if (ranges.length === 0 && ipaddr.IPv4.isValidFourPartDecimal(remoteAddress)) {
+      return { ip: remoteAddress, key: remoteAddress }
+    }
+    const socket = parseAddress(remoteAddress)
+    if (socket === null) return UNKNOWN_CLIENT
+    // fast path: no proxies configured, or the peer is not one — the header is not even read
+    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
+    return forwarded(socket, forwardedFor)
   }
 }

@@ -4,6 +4,13 @@ import type { Config } from '../config/types.js'
 
 export interface RefreshCookie {
   read(header: string | undefined): string | undefined
+  /**
+   * Whether the Cookie header holds more than one cookie of this name. A sibling subdomain (or a
+   * page on plain HTTP) can plant a cookie of the name that browsers send before ours: such a
+   * request carries none that can be trusted to be ours, so it is refused without touching any
+   * session and without clearing anything (clearing would clear ours, not the planted one).
+   */
+  ambiguous(header: string | undefined): boolean
   set(token: string): string
   clear(): string
 }
@@ -21,6 +28,15 @@ export function createRefreshCookie(config: Config): RefreshCookie {
       } catch {
         return undefined
       }
+    },
+    ambiguous(header) {
+      if (header === undefined || !header.includes(c.name)) return false
+      let seen = 0
+      for (const pair of header.split(';')) {
+        const eq = pair.indexOf('=')
+        if ((eq === -1 ? pair : pair.slice(0, eq)).trim() === c.name && ++seen > 1) return true
+      }
+      return false
     },
     set: (token) => serialize(c.name, token, { ...attrs, maxAge }),
     clear: () => serialize(c.name, '', { ...attrs, maxAge: 0 }),

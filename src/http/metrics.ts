@@ -7,7 +7,7 @@
  * validate their labels on every observation, which was a tenth of the time of a /me.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client'
-import type { AuthEvents } from '../core/auth-service.js'
+import type { AuthEvents, LoginOutcome } from '../core/auth-service.js'
 
 export interface Metrics {
   registry: Registry
@@ -133,6 +133,15 @@ class RequestHistogram {
   }
 }
 
+/**
+ * The `outcome` label of authd_login_total for a login's outcome. Every wrong credential is one
+ * value: a count by unknown_user / bad_password would tell anyone who can read /metrics whether an
+ * email exists (the log lines keep the detail).
+ */
+export function loginMetric(outcome: LoginOutcome): string {
+  return outcome === 'unknown_user' || outcome === 'bad_password' || outcome === 'disabled' ? 'invalid_credentials' : outcome
+}
+
 export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'authd_' })
@@ -151,7 +160,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
   return {
     registry,
     events: {
-      login: (o) => login.inc(o),
+      login: (o) => login.inc(loginMetric(o)),
       me: (o) => me.inc(o),
       refresh: (o) => refresh.inc(o),
       register: (o) => register.inc(o),

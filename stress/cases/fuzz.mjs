@@ -197,7 +197,7 @@ function oversizeHeaders() {
     () => raw({ method: 'GET', path: '/healthz', headers: Array.from({ length: 200 }, (_, i) => [`X-H${i}`, 'v']) }),
     () => raw({ method: 'GET', path: `/api/auth/me?${'q'.repeat(17 * 1024)}` }),
     () => raw({ method: 'GET', path: '/api/auth/me', headers: [['Authorization', `Bearer ${'a'.repeat(15 * 1024)}`]] }),
-    () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Secure-authd_rt=${'a'.repeat(15 * 1024)}`]] }),
+    () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Host-authd_rt=${'a'.repeat(15 * 1024)}`]] }),
     () => raw({ method: 'GET', path: '/healthz', headers: Array.from({ length: 2000 }, (_, i) => [`X-${i}`, 'v'.repeat(4)]) }),
   ])()
 }
@@ -211,7 +211,7 @@ function duplicateHeaders(ctx) {
     () => raw({ path: '/api/auth/login', headers: [['Content-Type', 'text/plain'], JSON_CT], body }),
     () => raw({ method: 'GET', path: '/api/auth/me', headers: [['Authorization', `Bearer ${ctx.token}`], ['Authorization', 'Bearer junk']] }),
     () => raw({ method: 'GET', path: '/api/auth/me', headers: [['Authorization', 'Bearer junk'], ['Authorization', `Bearer ${ctx.token}`]] }),
-    () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Secure-authd_rt=${randText(43)}`], ['Cookie', `__Secure-authd_rt=${randText(43)}`]] }),
+    () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Host-authd_rt=${randText(43)}`], ['Cookie', `__Host-authd_rt=${randText(43)}`]] }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Origin', 'http://127.0.0.1'], ['Origin', 'https://evil.test']], body }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Host', 'evil.test']], body }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Transfer-Encoding', 'chunked'], ['Content-Length', '5']], body: `5${CRLF}{"a":${CRLF}0${CRLF}${CRLF}`, contentLength: false }),
@@ -224,19 +224,19 @@ function duplicateHeaders(ctx) {
 function junkCookies() {
   const v = pick([
     () => randomBytes(int(1, 200)).toString('latin1').replace(/[\r\n]/g, ''),
-    () => `__Secure-authd_rt=${randText(43)}`,
-    () => `__Secure-authd_rt=${randText(int(1, 100))}`,
-    () => '__Secure-authd_rt=',
-    () => '__Secure-authd_rt',
+    () => `__Host-authd_rt=${randText(43)}`,
+    () => `__Host-authd_rt=${randText(int(1, 100))}`,
+    () => '__Host-authd_rt=',
+    () => '__Host-authd_rt',
     () => '=;=;=;;',
-    () => `__Secure-authd_rt="${randText(43)}"`,
-    () => `__Secure-authd_rt=%zz%${randText(40)}`,
-    () => `__Secure-authd_rt=${randText(43)}; __Secure-authd_rt=${randText(43)}`,
+    () => `__Host-authd_rt="${randText(43)}"`,
+    () => `__Host-authd_rt=%zz%${randText(40)}`,
+    () => `__Host-authd_rt=${randText(43)}; __Host-authd_rt=${randText(43)}`,
     () => Array.from({ length: 500 }, (_, i) => `c${i}=${i}`).join('; '),
-    () => `__proto__=x; constructor=y; __Secure-authd_rt=${randText(43)}`,
+    () => `__proto__=x; constructor=y; __Host-authd_rt=${randText(43)}`,
     () => `authd_rt=${randText(43)}`,
-    () => `__Secure-authd_rt=${randText(42)}\u00ff`,
-    () => `__Secure-authd_rt=${' '.repeat(10)}${randText(43)}${' '.repeat(10)}`,
+    () => `__Host-authd_rt=${randText(42)}\u00ff`,
+    () => `__Host-authd_rt=${' '.repeat(10)}${randText(43)}${' '.repeat(10)}`,
   ])()
   const headers = [['Cookie', v]]
   if (Math.random() < 0.5) headers.push(JSON_CT)
@@ -397,7 +397,7 @@ function refreshJunk(ctx) {
     () => '0'.repeat(43),
     () => randText(43).replace(/./, '+'),
   ])()
-  return raw({ path: pick(['/api/auth/refresh', '/api/auth/logout']), headers: [['Cookie', `__Secure-authd_rt=${token}`], JSON_CT], body: pick([undefined, '{}', '{"all":true}', 'junk']) })
+  return raw({ path: pick(['/api/auth/refresh', '/api/auth/logout']), headers: [['Cookie', `__Host-authd_rt=${token}`], JSON_CT], body: pick([undefined, '{}', '{"all":true}', 'junk']) })
 }
 
 export const GENERATORS = [

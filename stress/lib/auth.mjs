@@ -3,7 +3,7 @@ import { cookieFrom, request } from './http.mjs'
 import { noteTokens } from './secrets.mjs'
 
 /** The production cookie name (the daemons here run without --dev) */
-export const COOKIE = '__Secure-authd_rt'
+export const COOKIE = '__Host-authd_rt'
 
 export async function register(url, email, password, opts = {}) {
   const r = await request(url, 'POST', '/api/auth/register', { json: { email, password }, ...opts })

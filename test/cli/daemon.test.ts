@@ -6,7 +6,7 @@ import t from 'tap'
 import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
 import { ctlFor, PASSWORD } from './run.js'
 
-const COOKIE = '__Secure-authd_rt'
+const COOKIE = '__Host-authd_rt'
 
 /** polls `check` until it holds, at most `limitMs`; resolves with the time it took, or -1 */
 async function until(check: () => Promise<boolean>, limitMs = 1000): Promise<number> {

@@ -97,10 +97,10 @@ async function fakeDaemon(t: Test, misbehave: (path: string, req: IncomingMessag
       if (path === '/api/auth/login' || path === '/api/auth/refresh') {
         if (path === '/api/auth/refresh' && !/rt=/.test(req.headers.cookie ?? '')) return send(401, { success: false, message: 'Refresh token is required' })
         n++
-        return send(200, { success: true, data: { accessToken: `token${n}`, tokenType: 'Bearer', expiresIn: 900, user } }, { 'set-cookie': `rt=r${n}; Path=/api/auth; HttpOnly` })
+        return send(200, { success: true, data: { accessToken: `token${n}`, tokenType: 'Bearer', expiresIn: 900, user } }, { 'set-cookie': `rt=r${n}; Path=/; HttpOnly` })
       }
       if (path === '/api/auth/me') return send(200, { success: true, data: user })
-      if (path === '/api/auth/logout') return send(200, { success: true, data: {} }, { 'set-cookie': 'rt=; Path=/api/auth; Max-Age=0' })
+      if (path === '/api/auth/logout') return send(200, { success: true, data: {} }, { 'set-cookie': 'rt=; Path=/; Max-Age=0' })
       send(404, { success: false, message: 'Not found' })
     })
   })

@@ -67,7 +67,7 @@ const APP_PAGE = `<!doctype html>
 </script>
 <p>app</p>`
 
-/** Served under the cookie's path (/api/auth) on the cookie's host: if the cookie were readable by script, it would show here. */
+/** Served under the cookie's path (/, so any page there) on the cookie's host: if the cookie were readable by script, it would show here. */
 const PROBE_PAGE = `<!doctype html><meta charset="utf-8"><title>probe</title><p>probe</p>`
 
 async function startAppServer(t: Test): Promise<string> {
@@ -154,7 +154,7 @@ t.test('a page on an allowed origin logs in, restores the session from the HttpO
   t.equal(login.body.data.tokenType, 'Bearer')
   const stored = await refreshCookie(context, authd.url)
   t.ok(stored, 'the browser stored the refresh cookie')
-  t.match(stored, { httpOnly: true, sameSite: 'Strict', path: '/api/auth', secure: false, domain: '127.0.0.1' })
+  t.match(stored, { httpOnly: true, sameSite: 'Strict', path: '/', secure: false, domain: '127.0.0.1' })
 
   const me = await page.evaluate(() => window.app.me())
   t.same(me, { status: 200, body: { success: true, data: { id: login.body.data.user.id, email: EMAIL } } }, '/me with the in-memory token')
@@ -207,7 +207,7 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
 
   const { context, page } = await launch(t, join(dir, 'profile'))
   // the user signed in earlier: the browser holds a live refresh cookie for authd's host
-  await context.addCookies([{ name: COOKIE, value: cookieValue, url: authd.url + '/api/auth', httpOnly: true, sameSite: 'Strict' }])
+  await context.addCookies([{ name: COOKIE, value: cookieValue, url: authd.url + '/', httpOnly: true, sameSite: 'Strict' }])
   t.ok(await refreshCookie(context, authd.url))
   await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
 

@@ -207,7 +207,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
     },
   })
   const url = authd.url
-  const jar = new CookieJar('__Secure-authd_rt')
+  const jar = new CookieJar('__Host-authd_rt')
   const req = async (method: string, path: string, opts: Parameters<typeof call>[3] = {}): Promise<Reply> => check(t, method, path, await call(url, method, path, opts))
   const big = { email: 'big@example.com', password: 'x'.repeat(17 * 1024) }
   const evil = { origin: 'https://evil.example' }
@@ -278,7 +278,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
   t.equal(refreshed.status, 200)
   jar.take(refreshed)
   t.equal((await req('POST', '/api/auth/refresh')).body.message, 'Refresh token is required')
-  const unknown = await req('POST', '/api/auth/refresh', { headers: { cookie: `__Secure-authd_rt=${'A'.repeat(43)}` } })
+  const unknown = await req('POST', '/api/auth/refresh', { headers: { cookie: `__Host-authd_rt=${'A'.repeat(43)}` } })
   t.same([unknown.status, unknown.body.message], [401, 'Invalid or expired refresh token'])
   t.equal((await req('POST', '/api/auth/refresh', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
   t.equal((await req('POST', '/api/auth/refresh', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
@@ -290,7 +290,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
   t.equal(out.status, 200)
   t.equal((await req('POST', '/api/auth/logout')).status, 200)
   const again = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
-  const jar2 = new CookieJar('__Secure-authd_rt')
+  const jar2 = new CookieJar('__Host-authd_rt')
   jar2.take(again)
   t.equal((await req('POST', '/api/auth/logout', { ...json({ all: true }), headers: jar2.header() })).status, 200)
   t.equal((await req('POST', '/api/auth/logout', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)

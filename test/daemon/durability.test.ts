@@ -9,7 +9,7 @@ import { call, spawnDaemon, type Reply } from '../helpers/app.js'
 import { decode } from '../helpers/jwt.js'
 
 const PASSWORD = 'vermilion-otter-42'
-const COOKIE = '__Secure-authd_rt'
+const COOKIE = '__Host-authd_rt'
 const ENV = {
   AUTHD_RATE_LIMIT_REGISTER_PER_IP: '1000/1m',
   AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m',

@@ -7,7 +7,7 @@ import t from 'tap'
 import { call, CookieJar, spawnDaemon, type Daemon, type Reply } from '../helpers/app.js'
 
 const PASSWORD = 'juniper-badger-83'
-const COOKIE = '__Secure-authd_rt'
+const COOKIE = '__Host-authd_rt'
 
 interface Signed {
   jar: CookieJar

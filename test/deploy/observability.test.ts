@@ -97,7 +97,7 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
   })
   const password = 'correct horse battery staple'
   const json = (body: unknown): { json: unknown } => ({ json: body })
-  const jar = new CookieJar('__Secure-authd_rt')
+  const jar = new CookieJar('__Host-authd_rt')
   const secrets: string[] = [password, 'wrong password 1']
 
   const reg = await call(authd.url, 'POST', '/api/auth/register', json({ email: 'log@example.com', password }))
@@ -118,10 +118,10 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
   t.equal(refreshed.status, 200)
   jar.take(refreshed)
   secrets.push(jar.value!)
-  const replay = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie: `__Secure-authd_rt=${used}` } })
+  const replay = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie: `__Host-authd_rt=${used}` } })
   t.equal(replay.status, 401, 'a replayed refresh token ends the session')
   // (log@example.com is locked out by the failures above for a minute: log2 signs in and out)
-  const again = new CookieJar('__Secure-authd_rt')
+  const again = new CookieJar('__Host-authd_rt')
   for (const body of [undefined, { all: true }]) {
     const r = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
     t.equal(r.status, 200)

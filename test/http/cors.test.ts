@@ -7,7 +7,7 @@ import { addUser, call, CookieJar, startServer, type Reply, type TestServer } fr
 
 const EMAIL = 'cory@example.com'
 const PASSWORD = 'marigold-falcon-64'
-const COOKIE = '__Secure-authd_rt'
+const COOKIE = '__Host-authd_rt'
 const APP = 'https://app.example.com'
 const OWN = 'https://auth.example.com'
 const EVIL = 'https://evil.example.net'

@@ -197,7 +197,7 @@ t.test('serves Prometheus text on /metrics with login and me outcomes and durati
   t.equal(r.headers['cache-control'], 'no-store')
   t.match(r.text, /^# TYPE authd_login_total counter$/m)
   t.match(r.text, /^authd_login_total\{outcome="success"\} 1$/m)
-  t.match(r.text, /^authd_login_total\{outcome="bad_password"\} 1$/m)
+  t.match(r.text, /^authd_login_total\{outcome="invalid_credentials"\} 1$/m)
   t.match(r.text, /^# TYPE authd_me_total counter$/m)
   t.match(r.text, /^authd_me_total\{outcome="success"\} 1$/m)
   t.match(r.text, /^authd_me_total\{outcome="missing"\} 1$/m)

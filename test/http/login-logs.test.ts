@@ -54,7 +54,7 @@ t.test('never logs a password, an access token or a refresh token', async (t) =>
   t.equal(refreshed.status, 200)
   const refresh2 = (refreshed.headers['set-cookie'] as string).split(';')[0]!.split('=')[1]!
   const access2 = refreshed.body.data.accessToken as string
-  t.equal((await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie: `__Secure-authd_rt=${refresh2}` } })).status, 200)
+  t.equal((await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie: `__Host-authd_rt=${refresh2}` } })).status, 200)
   await settle()
 
   const text = app.logs.text()

@@ -10,8 +10,8 @@ import type { Store } from '../../src/store/store.js'
 
 const EMAIL = 'lou@example.com'
 const PASSWORD = 'indigo-walrus-31'
-const COOKIE = '__Secure-authd_rt'
-const CLEARED = `${COOKIE}=; Max-Age=0; Path=/api/auth; HttpOnly; Secure; SameSite=Strict`
+const COOKIE = '__Host-authd_rt'
+const CLEARED = `${COOKIE}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`
 
 function setCookies(reply: Reply): string[] {
   const sc = reply.headers['set-cookie']

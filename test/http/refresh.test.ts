@@ -8,8 +8,8 @@ import { addUser, call, CookieJar, startServer, type Reply, type TestServer } fr
 
 const EMAIL = 'rita@example.com'
 const PASSWORD = 'saffron-heron-77'
-const COOKIE = '__Secure-authd_rt'
-const CLEARED = `${COOKIE}=; Max-Age=0; Path=/api/auth; HttpOnly; Secure; SameSite=Strict`
+const COOKIE = '__Host-authd_rt'
+const CLEARED = `${COOKIE}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('base64url')
 
@@ -80,7 +80,7 @@ t.test('rotates on every use: a new cookie with the same attributes, and the old
   t.equal(cookies.length, 1)
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
   t.match(nameValue, new RegExp(`^${COOKIE}=[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}$`))
-  t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict', 'Secure'].sort())
+  t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/', 'SameSite=Strict', 'Secure'].sort())
   jar.take(res)
   t.not(jar.value, rt0, 'a new token')
   t.equal((await me(app, res.body.data.accessToken)).status, 200)
@@ -386,7 +386,7 @@ t.test('--dev: the rotated and cleared cookies are authd_rt without Secure', asy
   t.equal(res.status, 200)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
   t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
-  t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/api/auth', 'SameSite=Strict'].sort())
+  t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/', 'SameSite=Strict'].sort())
   const bad = await call(app.url, 'POST', '/api/auth/refresh', { headers: { cookie: 'authd_rt=junk' } })
-  t.same(setCookies(bad), ['authd_rt=; Max-Age=0; Path=/api/auth; HttpOnly; SameSite=Strict'])
+  t.same(setCookies(bad), ['authd_rt=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict'])
 })

@@ -33,8 +33,8 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   const cookies = setCookies(res)
   t.equal(cookies.length, 1)
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
-  t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, '256-bit token under the __Secure- name')
-  t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/api/auth', 'SameSite=Strict', 'Secure'].sort())
+  t.match(nameValue, /^__Host-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, '256-bit token under the __Host- name')
+  t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/', 'SameSite=Strict', 'Secure'].sort())
 
   const stored = app.store.getUserByEmail('zoe@example.com')
   t.ok(stored)
@@ -46,7 +46,7 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${data.accessToken}` } })
   t.same(me.body, { success: true, data: { id: stored!.id, email: 'zoe@example.com' } })
 
-  const jar = new CookieJar('__Secure-authd_rt')
+  const jar = new CookieJar('__Host-authd_rt')
   jar.take(res)
   const refreshed = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
   t.equal(refreshed.status, 200, 'the refresh cookie from register works')
@@ -61,7 +61,7 @@ t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
   t.equal(res.status, 201)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
   t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
-  t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/api/auth', 'SameSite=Strict'].sort())
+  t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/', 'SameSite=Strict'].sort())
 })
 
 t.test('ignores every field but email and password (mass assignment)', async (t) => {
