@@ -25,8 +25,9 @@ import * as crash from './cases/crash.mjs'
 import * as races from './cases/refresh-races.mjs'
 import * as hygiene from './cases/log-hygiene.mjs'
 import * as audit from './cases/audit.mjs'
+import * as junk from './cases/junk.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, junk, hygiene, audit]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({

@@ -199,6 +199,8 @@ function oversizeHeaders() {
     () => raw({ method: 'GET', path: '/api/auth/me', headers: [['Authorization', `Bearer ${'a'.repeat(15 * 1024)}`]] }),
     () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Host-authd_rt=${'a'.repeat(15 * 1024)}`]] }),
     () => raw({ method: 'GET', path: '/healthz', headers: Array.from({ length: 2000 }, (_, i) => [`X-${i}`, 'v'.repeat(4)]) }),
+    // 101 header lines, an Origin last: refused whole (431), never served with the Origin unread
+    () => raw({ path: '/api/auth/logout', headers: [...Array.from({ length: 98 }, (_, i) => [`X-J${i}`, 'v']), ['Origin', 'https://evil.test']] }),
   ])()
 }
 
@@ -214,6 +216,9 @@ function duplicateHeaders(ctx) {
     () => raw({ path: '/api/auth/refresh', headers: [['Cookie', `__Host-authd_rt=${randText(43)}`], ['Cookie', `__Host-authd_rt=${randText(43)}`]] }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Origin', 'http://127.0.0.1'], ['Origin', 'https://evil.test']], body }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Host', 'evil.test']], body }),
+    // targets that are not a path: absolute-form and asterisk-form (400 Bad request)
+    () => raw({ method: 'GET', path: `http://${randText(8)}.test/healthz` }),
+    () => raw({ method: 'OPTIONS', path: '*' }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Transfer-Encoding', 'chunked'], ['Content-Length', '5']], body: `5${CRLF}{"a":${CRLF}0${CRLF}${CRLF}`, contentLength: false }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Transfer-Encoding', 'chunked'], ['Transfer-Encoding', 'identity']], body: `2${CRLF}{}${CRLF}0${CRLF}${CRLF}`, contentLength: false }),
     () => raw({ path: '/api/auth/login', headers: [JSON_CT, ['Transfer-Encoding', 'gzip, chunked']], body: `2${CRLF}{}${CRLF}0${CRLF}${CRLF}`, contentLength: false }),
