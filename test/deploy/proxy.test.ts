@@ -1,33 +1,27 @@
 /**
  * config/nginx.conf and config/Caddyfile: they parse, they send what config/auth.toml expects
- * (authd's address, the public name, X-Forwarded-For from a trusted loopback proxy), they keep
+ * (authd's Unix socket, the public name, X-Forwarded-For, believed over the socket), they keep
  * /metrics private; `nginx -t` / `caddy validate` run where those are installed (they are not
  * installed for the tests' sake).
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import t from 'tap'
-import ipaddr from 'ipaddr.js'
-import { configFile, installed, parseCaddyfile, parseNginx, readVmConfig, type CaddyLine, type NginxDirective } from './files.js'
+import { configFile, installed, parseCaddyfile, parseNginx, readUnit, readVmConfig, value, type CaddyLine, type NginxDirective } from './files.js'
 
 const vm = readVmConfig()
 const publicHost = new URL(vm.server.public_url as string).hostname
-const upstream = `${vm.server.host}:${vm.server.port}`
-/** the proxy reaches authd over loopback, so that is the address authd must trust */
-const trusted = (address: string): boolean =>
-  (vm.server.trust_proxy as string[]).some((cidr) => {
-    const ip = ipaddr.parse(address)
-    const [range, bits] = ipaddr.parseCIDR(cidr)
-    return ip.kind() === range.kind() && ip.match(range, bits)
-  })
+/** the proxy reaches authd over its Unix socket, not a port any local process could reach */
+const socket = vm.server.socket as string
 
 t.test('config/auth.toml is the production setup the proxies expect', async (t) => {
   t.equal(new URL(vm.server.public_url as string).protocol, 'https:', 'public_url is the HTTPS front')
-  t.equal(vm.server.host, '127.0.0.1', 'authd listens on loopback only')
-  t.ok(trusted('127.0.0.1') && trusted('::1'), 'the loopback proxy is trusted')
-  t.notOk(trusted('10.0.0.1') || trusted('127.0.0.2'), 'nothing else is')
-  t.notOk('cookie' in vm, 'the cookie keeps its production defaults (Secure, __Secure-)')
+  t.equal(socket, '/run/authd/authd.sock', 'authd listens on a Unix socket, no port')
+  t.equal(dirname(socket), `/run/${value(readUnit(), 'Service', 'RuntimeDirectory')}`, "in the unit's RuntimeDirectory")
+  t.notOk('host' in vm.server || 'port' in vm.server, 'no host or port to mislead')
+  t.notOk('trust_proxy' in vm.server, 'no address is trusted: X-Forwarded-For is believed over the socket only')
+  t.notOk('cookie' in vm, 'the cookie keeps its production defaults (Secure, __Host-, Path=/)')
   t.ok((vm.cors.origins as string[]).every((o) => o.startsWith('https://')), 'CORS origins are HTTPS')
 })
 
@@ -39,7 +33,7 @@ t.test('nginx.conf: TLS on 443, a redirect on 80, authd behind it with the clien
   const top = parseNginx(nginxText)
   const up = find(top, 'upstream', 'authd')[0]
   t.ok(up, 'an upstream named authd')
-  t.same(find(up?.block, 'server').map((d) => d.args[0]), [upstream], 'pointing at authd (server.host:server.port)')
+  t.same(find(up?.block, 'server').map((d) => d.args[0]), [`unix:${socket}`], "pointing at authd's socket (server.socket)")
 
   const servers = find(top, 'server')
   const plain = servers.find((s) => find(s.block, 'listen', '80').length > 0)
@@ -96,7 +90,7 @@ t.test('Caddyfile: one site for the public name, authd behind it, /metrics kept 
   t.equal(sites.length, 1, 'one site block, no global options')
   const site = sites[0]!
   t.same(site.tokens, [publicHost], 'the site address is the public name: Caddy obtains its certificate and redirects HTTP')
-  t.same(directive(site.block, 'reverse_proxy').map((l) => l.tokens.slice(1)), [[upstream]], 'to authd (server.host:server.port)')
+  t.same(directive(site.block, 'reverse_proxy').map((l) => l.tokens.slice(1)), [[`unix/${socket}`]], "to authd's socket (server.socket)")
   t.notOk(directive(site.block, 'reverse_proxy')[0]?.block, 'with Caddy\'s defaults: it sets X-Forwarded-For itself')
   const words = (lines: CaddyLine[] | undefined): string[] => (lines ?? []).flatMap((l) => [...l.tokens, ...words(l.block)])
   t.notOk(words(sites).includes('trusted_proxies'), 'and trusts no client-sent X-Forwarded-For (no trusted_proxies)')

@@ -1,20 +1,20 @@
 /**
  * The README's "Deploy on a VM", followed step by step where a test can: what it installs is in
  * the package, the paths it uses are the ones the unit and the config use, and authd run as the
- * unit runs it (config/auth.toml, production defaults) answers readyz, takes the first user from
- * authctl, passes authctl smoke, believes only its proxy's X-Forwarded-For, backs up, and stops
+ * unit runs it (config/auth.toml, production defaults, on a Unix socket) answers readyz, takes the
+ * first user from authctl, passes authctl smoke, believes X-Forwarded-For over its socket, backs up, and stops
  * cleanly on SIGTERM. What only a real VM can do (apt, systemd, certificates) is not run here.
  */
 import { execFile, spawn } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs'
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
-import { request } from 'undici'
 import { AUTHCTL_BIN, AUTHD_BIN, ROOT } from '../helpers/app.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { startAuthd } from '../clients/daemon.js'
 import { configFile, readUnit, readVmConfig, value } from './files.js'
 
 const run = promisify(execFile)
@@ -68,18 +68,26 @@ t.test('steps 2 and 3 put the files where the unit looks for them', async (t) =>
 t.test('authd, run as the unit runs it, serves the first user and the smoke test', async (t) => {
   const dir = t.testdir()
   const data = join(dir, 'data')
-  // ExecStart exactly, but this checkout's authd and config, the store in a temp dir, any free port
+  // ExecStart exactly, but this checkout's authd and config, the store and the socket in temp
+  // directories (a socket path is at most 107 bytes: tap's test directories are longer)
   const [, ...args] = value(unit, 'Service', 'ExecStart')!.split(' ')
   t.same(args, ['start', '--config', VM_CONFIG])
-  const authd = await startAuthd(t, data, { args: ['--config', configFile('auth.toml')] })
+  const vmSocket = readVmConfig().server.socket as string
+  t.equal(vmSocket, '/run/authd/authd.sock')
+  const runDir = mkdtempSync(join(tmpdir(), 'authd-run-'))
+  t.teardown(() => rmSync(runDir, { recursive: true, force: true }))
+  const socket = join(runDir, 'authd.sock')
+  const authd = await startOnSocket(t, data, socket)
   t.match(authd.output(), /"dev":false/, 'production mode')
+  t.notMatch(authd.output(), /"port":/, 'and no TCP port')
+  t.equal(lstatSync(socket).mode & 0o777, 0o660, 'the socket opens for the user and group only')
 
   // step 3: readyz, as the README shows it
   const readyz = lineWith(/\/readyz/)
-  t.equal(readyz, `curl -s http://${readVmConfig().server.host}:${readVmConfig().server.port}/readyz`)
+  t.equal(readyz, `sudo curl -s --unix-socket ${vmSocket} http://localhost/readyz`)
   const expected = /\/readyz\s+#\s*(\{.*\})/.exec(lines.find((l) => l.includes('/readyz'))!)![1]!
-  const ready = await request(`${authd.url}/readyz`)
-  t.same(await ready.body.json(), JSON.parse(expected), 'answers what the README says')
+  const ready = await overSocket(socket, 'GET', '/readyz')
+  t.same(JSON.parse(ready.text), JSON.parse(expected), 'answers what the README says')
 
   // step 5: the README's authctl lines, as the authd user would run them (password on stdin)
   const authctl = async (readmeLine: string, extra: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> => {
@@ -105,39 +113,33 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
 
   const smokeLine = lineWith(/authctl .*smoke /)
   t.equal(smokeLine, `sudo -u authd authctl --config ${VM_CONFIG} smoke --email admin@example.com`)
-  // on the VM smoke goes through the proxy to public_url; here straight to authd
-  const smoke = await authctl(smokeLine, ['--url', authd.url, '--password-stdin'], `${PASSWORD}\n`)
+  // on the VM smoke goes through the proxy to public_url; here through a bare TCP relay to the socket
+  const relay = createServer((c) => {
+    const u = connect(socket)
+    c.pipe(u).pipe(c)
+    c.on('error', () => u.destroy())
+    u.on('error', () => c.destroy())
+  })
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => relay.close(() => resolve())))
+  const relayUrl = `http://127.0.0.1:${(relay.address() as { port: number }).port}`
+  const smoke = await authctl(smokeLine, ['--url', relayUrl, '--password-stdin'], `${PASSWORD}\n`)
   t.equal(smoke.code, 0, `authctl smoke passes: ${smoke.stdout}${smoke.stderr}`)
   for (const step of ['login', 'me', 'refresh', 'logout', 'refresh_after_logout']) t.match(smoke.stdout, new RegExp(`ok\\s+\\d+ ${step}\\b`), `smoke step ${step}`)
 
-  // step 4: the proxy on loopback is believed about the client's address, nobody else is
-  const loginIp = async (from: string, xff: string): Promise<unknown> => {
+  // step 4: the proxy, over the socket, is believed about the client's address
+  const loginIp = async (xff: string | undefined): Promise<unknown> => {
     const before = authd.output().length
-    // node:http, which binds the client socket to `from` (any 127.x address is this machine)
-    const status = await new Promise<number | undefined>((resolve, reject) => {
-      const body = JSON.stringify({ email: 'someone@example.com', password: 'not the password' })
-      const req = httpRequest(`${authd.url}/api/auth/login`, {
-        method: 'POST',
-        localAddress: from,
-        agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-forwarded-for': xff },
-        timeout: 10_000,
-      })
-      req.on('response', (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode))
-      })
-      req.on('error', reject)
-      req.end(body)
-    })
-    t.equal(status, 401)
+    const body = JSON.stringify({ email: 'someone@example.com', password: 'not the password' })
+    const r = await overSocket(socket, 'POST', '/api/auth/login', { 'content-type': 'application/json', ...(xff === undefined ? {} : { 'x-forwarded-for': xff }) }, body)
+    t.equal(r.status, 401)
     for (let i = 0; i < 20 && !authd.output().slice(before).includes('"event":"login"'); i++) await new Promise((r) => setTimeout(r, 50))
     const line = authd.output().slice(before).split('\n').find((l) => l.includes('"event":"login"'))
     return line === undefined ? undefined : (JSON.parse(line) as { ip: string }).ip
   }
   // nginx's $proxy_add_x_forwarded_for: what the client sent, then the address nginx saw
-  t.equal(await loginIp('127.0.0.1', '198.51.100.66, 203.0.113.7'), '203.0.113.7', 'through the proxy: the client address nginx appended, not the one the client made up')
-  t.equal(await loginIp('127.0.0.2', '203.0.113.7'), '127.0.0.2', 'from any other address the header is ignored')
+  t.equal(await loginIp('198.51.100.66, 203.0.113.7'), '203.0.113.7', 'through the proxy: the client address nginx appended, not the one the client made up')
+  t.equal(await loginIp(undefined), '127.0.0.1', 'a local process without the header (root with curl) counts as 127.0.0.1')
 
   // operate: the README's backup line, into the temp data dir instead of /var/lib/authd
   const backupLine = lineWith(/authctl .* backup /)
@@ -158,3 +160,43 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
   t.equal(await authd.stop(), 0, 'SIGTERM stops authd with exit 0')
   t.match(authd.output(), /"event":"stopping","signal":"SIGTERM"/)
 })
+
+/** One HTTP request over a Unix socket */
+function overSocket(socketPath: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ socketPath, method, path, agent: false, timeout: 10_000, headers })
+    req.on('response', (res) => {
+      let text = ''
+      res.on('data', (c: Buffer) => (text += c.toString()))
+      res.on('end', () => resolve({ status: res.statusCode!, text }))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+/** `authd start --config config/auth.toml` as the unit runs it, its socket moved to `socket` */
+async function startOnSocket(t: Test, data: string, socket: string): Promise<{ output(): string; stop(): Promise<number | null> }> {
+  mkdirSync(data, { recursive: true, mode: 0o700 })
+  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--config', configFile('auth.toml'), '--data', data], {
+    cwd: data,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTHD_SERVER_SOCKET: socket },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
+  })
+  for (let i = 0; i < 300 && !out.includes('"event":"listening"') && proc.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+  if (!out.includes(`"socket":${JSON.stringify(socket)}`)) throw new Error(`authd did not listen on ${socket}:\n${out}`)
+  return {
+    output: () => out,
+    stop: async () => {
+      proc.kill('SIGTERM')
+      return exited
+    },
+  }
+}

@@ -42,6 +42,22 @@ t.test('the unit sandboxes the service', async (t) => {
   t.notOk(service('ReadWritePaths'), 'nothing writable beyond the StateDirectory')
 })
 
+t.test("the unit bounds what authd may write to the journal, and holds authd's socket", async (t) => {
+  // a flood of junk requests from many clients still writes a line per request: journald's
+  // per-service bound drops the excess (one client's junk authd gathers itself)
+  const interval = /^(\d+)s$/.exec(service('LogRateLimitIntervalSec') ?? '')
+  t.ok(interval, 'LogRateLimitIntervalSec in seconds')
+  const burst = Number(service('LogRateLimitBurst'))
+  t.ok(Number.isInteger(burst) && burst > 0, 'LogRateLimitBurst a count')
+  t.ok(burst / Number(interval![1]) <= 10_000, `at most 10 000 lines a second (${burst} per ${interval![1]} s)`)
+  t.ok(burst / Number(interval![1]) >= 1_000, 'and room for a busy authd (a line per request)')
+  t.equal(service('RuntimeDirectory'), 'authd', '/run/authd for the socket')
+  t.equal(service('RuntimeDirectoryMode'), '0750', "authd's group (the proxy) may reach the socket, nobody else")
+  t.equal(readVmConfig().server.socket, '/run/authd/authd.sock', 'config/auth.toml listens there')
+  t.same(values(unit, 'Service', 'IPAddressDeny'), ['any'], 'no IP traffic: the proxy comes over the socket')
+  t.same(values(unit, 'Service', 'IPAddressAllow'), [])
+})
+
 t.test('the unit restarts on failure and stops with SIGTERM, leaving authd time to drain', async (t) => {
   t.equal(service('Restart'), 'on-failure')
   t.match(service('RestartSec'), /^\d+s$/)
