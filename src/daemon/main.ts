@@ -47,7 +47,7 @@ export async function main(io: Io): Promise<number> {
   configOptions(program.command('start').description('run the HTTP daemon in the foreground'))
     .option('--host <host>', 'listen address (server.host)')
     .option('--port <port>', 'listen port (server.port); 0 picks a free port')
-    .option('--dev', 'laptop mode on plain HTTP: cookie not Secure and without the __Secure- prefix, pretty logs')
+    .option('--dev', 'laptop mode on plain HTTP: cookie not Secure and without the __Host- prefix, pretty logs')
     .action(async (opts: ConfigFlags) => {
       code = await start(io, opts)
     })
