@@ -100,11 +100,12 @@ export function createApp(deps: AppDeps): Handler {
     const ms = performance.now() - x.started
     const method = x.req.method ?? ''
     metrics.observe(x.route, method, status, ms / 1000)
-    const line = (): void => requestLog(x.id, method, x.route, status, Math.round(ms * 100) / 100)
+    const rounded = Math.round(ms * 100) / 100
     if (repeats !== undefined && (status === 404 || status === 405 || status === 400 || status === 431)) {
-      const ip = x.client().ip
-      repeats.repeat(`request ${status} ${ip}`, line, { event: 'request_repeated', ip, status }, 'request')
-    } else line()
+      // keyed by the limiter's key (an IPv6 client by its /64): a client cannot get a line per address
+      const c = x.client()
+      repeats.repeat(`request ${status} ${c.ipKey}`, () => requestLog(x.id, method, x.route, status, rounded), { event: 'request_repeated', ip: c.ip, status }, 'request')
+    } else requestLog(x.id, method, x.route, status, rounded)
   }
 
   const send = (x: Exchange, status: number, body: unknown, extra?: Record<string, string | string[]>): void => {

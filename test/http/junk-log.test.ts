@@ -36,3 +36,12 @@ t.test('a flood of 404s, 405s and 400s from one client writes one line each and 
   const metrics = await app.metrics.registry.metrics()
   t.match(metrics, /authd_http_request_duration_seconds_count\{route="unknown",method="GET",status="404"\} 301/, 'every request counted')
 })
+
+t.test('an IPv6 client is one client per /64: changing addresses within it buys no new lines', async (t) => {
+  const app = await buildApp(t, { refusalLogPeriodMs: 60_000 })
+  for (let i = 1; i <= 50; i++) await inject(app.handler, { method: 'GET', url: '/nope', remoteAddress: `2001:db8:1:2::${i.toString(16)}` })
+  await inject(app.handler, { method: 'GET', url: '/nope', remoteAddress: '2001:db8:1:3::1' })
+  t.equal(app.logs.lines.filter((l) => l.msg === 'request').length, 2, 'one line for the /64, one for another /64')
+  await app.close()
+  t.same(app.logs.lines.filter((l) => l.event === 'request_repeated').map((l) => l.repeated), [49])
+})
