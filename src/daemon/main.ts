@@ -90,6 +90,7 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
     await services.close()
     if (socket !== null) {
       if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${socket}: another process is listening on that socket`)
+      if (err.code === 'ENAMETOOLONG') throw new Error(`cannot listen on ${socket}: a socket path is at most 107 bytes (server.socket)`)
       if (err.code === 'ENOTSOCK') throw new Error(`cannot listen on ${socket}: the path exists and is not a socket (server.socket)`)
       if (err.code === 'EACCES' || err.code === 'ENOENT') throw new Error(`cannot listen on ${socket}: ${err.code === 'EACCES' ? 'permission denied' : 'no such directory'} (server.socket)`)
       throw err

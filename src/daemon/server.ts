@@ -25,6 +25,9 @@ const HEADERS_TIMEOUT_MS = 10_000
 const REQUEST_TIMEOUT_MS = 12_000
 const KEEP_ALIVE_TIMEOUT_MS = 5_000
 
+/** the longest Unix socket path Linux takes */
+const MAX_SOCKET_PATH = 107
+
 /** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
 export type ListenAt = { host: string; port: number } | { socket: string }
 
@@ -59,7 +62,11 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
         `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     )
   })
-  if ('socket' in at) await removeStaleSocket(at.socket)
+  if ('socket' in at) {
+    // sun_path holds 108 bytes with its NUL: libuv would bind a longer path cut short, elsewhere
+    if (Buffer.byteLength(at.socket) > MAX_SOCKET_PATH) throw Object.assign(new Error(`socket path longer than ${MAX_SOCKET_PATH} bytes: ${at.socket}`), { code: 'ENAMETOOLONG' })
+    await removeStaleSocket(at.socket)
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     const listening = (): void => {

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
 import { AUTHD_BIN, buildApp } from '../helpers/app.js'
@@ -95,9 +95,12 @@ t.test('a stale socket file from a crash is replaced; a live one or another file
   const second = await buildApp(t)
   await t.rejects(listen(second, { socket: path }), { code: 'EADDRINUSE' }, 'a socket a running authd answers on is not taken over')
   t.equal((await over(path, 'GET', '/healthz')).status, 200, 'and keeps answering')
-  const file = join(app.dir, 'not-a-socket')
+  const file = join(dirname(path), 'not-a-socket')
   writeFileSync(file, 'keep me')
   await t.rejects(listen(second, { socket: file }), { code: 'ENOTSOCK' })
+  const long = join(app.dir, `${'x'.repeat(120)}.sock`)
+  await t.rejects(listen(second, { socket: long }), { code: 'ENAMETOOLONG' }, 'a path longer than a socket takes is refused, not bound cut short')
+  t.notOk(existsSync(long.slice(0, 107)), 'nothing bound at a shortened path')
   t.equal(readFileSync(file, 'utf8'), 'keep me', 'a file that is not a socket is never removed')
 })
 
