@@ -244,3 +244,30 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
   const still = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie: `${COOKIE}=${cookieValue}` } })
   t.equal(still.status, 200, 'and was never used: it still refreshes once, from the legitimate client')
 })
+
+t.test('a planted second refresh cookie: the browser sends both, authd touches nothing and clears nothing', { skip }, async (t) => {
+  const dir = t.testdir()
+  const appOrigin = await startAppServer(t)
+  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
+  t.equal((await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })).status, 201)
+  const { context, page } = await launch(t, join(dir, 'profile'))
+  await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
+  t.equal((await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])).status, 200)
+  const ours = (await refreshCookie(context, authd.url))!.value
+  // what a sibling subdomain (without the __Host- prefix) or a page on the same host can do: a
+  // cookie of the same name on a longer path, which the browser sends first
+  const planted = `${'P'.repeat(22)}.${'p'.repeat(43)}`
+  await context.addCookies([{ name: COOKIE, value: planted, url: authd.url + '/api/auth/', httpOnly: true, sameSite: 'Strict' }])
+  t.equal((await context.cookies(authd.url + '/api/auth/refresh')).filter((c) => c.name === COOKIE).length, 2, 'the browser holds both')
+
+  const restore = await page.evaluate(() => window.app.restore())
+  t.same(restore, { status: 401, body: { success: false, message: 'Invalid or expired refresh token' } })
+  const logout = await page.evaluate(() => window.app.logout())
+  t.same(logout, { status: 200, body: { success: true, data: {} } })
+  const jar = await context.cookies(authd.url + '/api/auth/refresh')
+  t.same(jar.filter((c) => c.name === COOKIE).map((c) => c.value).sort(), [ours, planted].sort(), 'neither cookie was cleared or replaced')
+
+  await context.clearCookies({ name: COOKIE, path: '/api/auth/' })
+  const back = await page.evaluate(() => window.app.restore())
+  t.equal(back.status, 200, 'with the planted cookie gone, our own token was never used: the session goes on')
+})
