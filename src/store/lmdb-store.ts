@@ -91,6 +91,21 @@ function refuseForeignFile(file: string): void {
   }
 }
 
+/**
+ * The store's files hold password hashes and private keys: owner-only whatever the umask. LMDB
+ * creates them with 0644 under the usual umask 022 and keeps the mode of an existing file, so
+ * they are made here first, 0600, and an existing one (of an older authd) is set to 0600.
+ */
+const STORE_FILES = ['data.mdb', 'lock.mdb']
+
+function ownerOnlyFiles(dir: string): void {
+  for (const name of STORE_FILES) {
+    const file = join(dir, name)
+    closeSync(openSync(file, 'a', 0o600))
+    if ((statSync(file).mode & 0o777) !== 0o600) chmodSync(file, 0o600)
+  }
+}
+
 export interface LmdbStoreOptions {
   path: string
   /** open read-only is not offered: authctl writes too */
@@ -121,6 +136,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     // mkdir's mode is masked by umask and ignored for an existing directory: make sure
     if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
     refuseForeignFile(join(opts.path, 'data.mdb'))
+    ownerOnlyFiles(opts.path)
     root = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
   } catch (err) {
     // a plain sentence instead of node's "EEXIST: file already exists, mkdir '…'"
