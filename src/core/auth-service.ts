@@ -5,7 +5,7 @@
 import type { Config } from '../config/types.js'
 import type { Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
-import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
+import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
@@ -276,8 +276,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('invalid')
         throw new AppError('CREDENTIALS_REQUIRED')
       }
-      const email = canonicalEmail(input.email)
-      if (!isValidEmail(email)) {
+      const email = registrableEmail(input.email)
+      if (email === null) {
         events.register('invalid')
         throw new AppError('INVALID_EMAIL')
       }
