@@ -227,8 +227,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
       const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
       if (user === undefined) {
-        // the dummy hash makes an unknown email cost what a wrong password costs
-        await hasher.verifyDummy(input.password).catch(uncounted)
+        // the dummy hash makes an unknown email cost what a wrong password costs (under the
+        // stored hashes' parameters, in their proportions, fixed per email: passwords.ts)
+        await hasher.verifyDummy(input.password, email).catch(uncounted)
         events.login('unknown_user')
         log.info({ event: 'login', outcome: 'unknown_user', ip: client.ip }, 'login failed')
         throw new AppError('INVALID_CREDENTIALS')
