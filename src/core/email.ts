@@ -39,12 +39,13 @@ export function canonicalEmail(email: string): string {
  */
 export function checkEmail(email: string): { email: string } | { problem: string } {
   const f = folded(email)
-  // looked for before ToASCII too, which drops some of them from a domain silently
-  for (const s of [email.trim(), f]) {
-    if (CONTROL.test(s)) return { problem: 'it contains a control character' }
+  // looked for before ToASCII, which drops some of them from a domain silently, and before the
+  // trim for the invisible ones (trim drops a byte order mark at either end)
+  for (const s of [email, f]) {
     const invisible = INVISIBLE.exec(s)
     if (invisible !== null) return { problem: `it contains an invisible or direction-changing character (${codePoint(invisible[0])})` }
   }
+  if (CONTROL.test(email.trim()) || CONTROL.test(f)) return { problem: 'it contains a control character' }
   if (/\s/.test(f)) return { problem: 'it contains a space' }
   if (!f.isWellFormed()) return { problem: 'it is not well-formed Unicode' }
   const at = f.indexOf('@')
