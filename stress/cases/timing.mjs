@@ -23,7 +23,7 @@ export const title = 'Enumeration by timing'
 
 const SCALE = {
   // pairs: unknown vs wrong password; old: users with old-parameter hashes, pairs before/after re-hash per user
-  full: { pairs: 400, oldUsers: 40, oldBefore: 4, oldAfter: 10 },
+  full: { pairs: 400, oldUsers: 40, oldBefore: 6, oldAfter: 10 },
   small: { pairs: 20, oldUsers: 2, oldBefore: 1, oldAfter: 5 },
 }
 /** the "older parameters": time_cost 3 where the daemon now runs 2 (both at or above the OWASP floor) */
