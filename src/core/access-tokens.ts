@@ -62,9 +62,27 @@ const parseSegment = (segment: string): unknown => {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-/** RS256 is RSASSA-PKCS1-v1_5 (node's default for an RSA key); ES256 is r||s, 64 bytes (RFC 7518 3.4) */
+/** the order n of P-256, and n/2: an ECDSA signature (r, s) verifies as (r, n - s) too */
+const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
+const P256_HALF_N = P256_N >> 1n
+
+const sOf = (signature: Buffer): bigint => BigInt(`0x${signature.subarray(32, 64).toString('hex')}`)
+
+/**
+ * An ES256 signature in low-S form (s ≤ n/2). ECDSA's (r, n − s) is as valid as (r, s), so
+ * without this every token had a high-S twin of another text that verified too (a second
+ * "exactly this token" for caches, deny-lists and replay logs): we issue and accept low-S only.
+ */
+function lowS(signature: Buffer): Buffer {
+  const s = sOf(signature)
+  if (s <= P256_HALF_N) return signature
+  const low = Buffer.from((P256_N - s).toString(16).padStart(64, '0'), 'hex')
+  return Buffer.concat([signature.subarray(0, 32), low])
+}
+
+/** RS256 is RSASSA-PKCS1-v1_5 (node's default for an RSA key); ES256 is r||s, 64 bytes (RFC 7518 3.4), low-S only */
 function signatureValid(key: LoadedKey, input: string, signature: Buffer): boolean {
-  if (key.alg === 'ES256' && signature.length !== 64) return false
+  if (key.alg === 'ES256' && (signature.length !== 64 || sOf(signature) > P256_HALF_N)) return false
   const k: KeyObject | { key: KeyObject; dsaEncoding: 'ieee-p1363' } = key.alg === 'ES256' ? { key: key.publicKey, dsaEncoding: 'ieee-p1363' } : key.publicKey
   try {
     return verifySignature('sha256', Buffer.from(input, 'latin1'), k, signature)
@@ -137,7 +155,10 @@ export function createAccessTokens(deps: {
       const payload = { iss: deps.issuer, aud: deps.audience, ...claims, jti: randomBytes(12).toString('base64url'), iat, exp: iat + ttlS }
       const input = `${segment({ alg: key.alg, typ: 'at+jwt', kid: key.kid })}.${segment(payload)}`
       // ES256 signatures are r||s (RFC 7518 3.4), not DER; RS256 is RSASSA-PKCS1-v1_5
-      const signature = signData('sha256', Buffer.from(input), key.alg === 'ES256' ? { key: key.privateKey!, dsaEncoding: 'ieee-p1363' } : key.privateKey!)
+      const signature =
+        key.alg === 'ES256'
+          ? lowS(signData('sha256', Buffer.from(input), { key: key.privateKey!, dsaEncoding: 'ieee-p1363' }))
+          : signData('sha256', Buffer.from(input), key.privateKey!)
       return { token: `${input}.${signature.toString('base64url')}`, expiresIn: ttlS }
     },
 

@@ -7,7 +7,7 @@
  */
 import type { Algorithm, Config } from '../config/types.js'
 import type { KeyRecord, SessionRecord, Store, UserRecord } from '../store/store.js'
-import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
+import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { effectiveState, generateKey } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
@@ -233,8 +233,10 @@ export function createAdmin(deps: AdminDeps): Admin {
     showUser: (ref) => summary(resolveUser(ref)),
 
     checkNewEmail(email) {
-      const canonical = canonicalEmail(email)
-      if (!isValidEmail(canonical)) throw new AdminError('INVALID_EMAIL', `${JSON.stringify(email)} is not a valid email address.`)
+      // the rules of POST /api/auth/register (README), with the reason said
+      const checked = checkEmail(email)
+      if ('problem' in checked) throw new AdminError('INVALID_EMAIL', `${JSON.stringify(email)} is not a valid email address: ${checked.problem}.`)
+      const canonical = checked.email
       if (store.getUserByEmail(canonical) !== undefined) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
       return canonical
     },

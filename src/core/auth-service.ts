@@ -5,7 +5,7 @@
 import type { Config } from '../config/types.js'
 import type { Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
-import { canonicalEmail, isValidEmail, mayBeStoredEmail } from './email.js'
+import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
@@ -227,8 +227,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
       const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
       if (user === undefined) {
-        // the dummy hash makes an unknown email cost what a wrong password costs
-        await hasher.verifyDummy(input.password).catch(uncounted)
+        // the dummy hash makes an unknown email cost what a wrong password costs (under the
+        // stored hashes' parameters, in their proportions, fixed per email: passwords.ts)
+        await hasher.verifyDummy(input.password, email).catch(uncounted)
         events.login('unknown_user')
         log.info({ event: 'login', outcome: 'unknown_user', ip: client.ip }, 'login failed')
         throw new AppError('INVALID_CREDENTIALS')
@@ -276,8 +277,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('invalid')
         throw new AppError('CREDENTIALS_REQUIRED')
       }
-      const email = canonicalEmail(input.email)
-      if (!isValidEmail(email)) {
+      const email = registrableEmail(input.email)
+      if (email === null) {
         events.register('invalid')
         throw new AppError('INVALID_EMAIL')
       }

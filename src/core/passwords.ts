@@ -3,7 +3,7 @@
  * login flood cannot occupy libuv's thread pool, which LMDB commits share.
  */
 import argon2 from 'argon2'
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import { AppError } from './errors.js'
 
 export interface HashParams {
@@ -16,8 +16,12 @@ export interface PasswordHasher {
   hash(password: string): Promise<string>
   /** false for a wrong password and for a hash we refuse to run; never throws for bad input */
   verify(encoded: string, password: string): Promise<boolean>
-  /** runs a verification that always fails, costing what a real one costs (unknown users) */
-  verifyDummy(password: string): Promise<false>
+  /**
+   * Runs a verification that always fails, costing what a real one costs (unknown users): under
+   * the parameters of one of the stored hashes, drawn in their proportions (`tally`), the same
+   * set every time for the same `email` (see dummyParamsFor).
+   */
+  verifyDummy(password: string, email?: string): Promise<false>
   /** whether a stored hash was made under other parameters than the configured ones */
   needsRehash(encoded: string): boolean
   /** hashes started so far (for tests and metrics) */
@@ -43,6 +47,35 @@ function acceptable(p: HashParams): boolean {
   return p.memoryKib <= MAX_MEMORY_KIB && p.timeCost <= MAX_TIME_COST && p.parallelism <= MAX_PARALLELISM
 }
 
+const PARAMS_KEY = /^\$argon2id\$v=19\$m=(\d{1,8}),t=(\d{1,3}),p=(\d{1,3})$/
+
+/**
+ * The parameters an unknown email's dummy verification runs under. `tally` counts the stored
+ * hashes per parameter set (the PHC string up to the salt, as Store.hashTally keys them); `u`, in
+ * [0, 1), picks one in their proportions. Without this, raising the parameters made every unknown
+ * email cost the new ones while the users not yet re-hashed (at their next login) cost the old:
+ * the unknown ones stood out (249 ms against 36–49 ms). A hash we would not run (unreadable,
+ * absurd parameters) is verified with the configured parameters, and counted as such.
+ */
+export function dummyParamsFor(tally: Readonly<Record<string, number>>, u: number, configured: HashParams): HashParams {
+  const sets: Array<[HashParams, number]> = []
+  let total = 0
+  for (const key of Object.keys(tally).sort()) {
+    const n = tally[key]!
+    if (!(n > 0)) continue
+    const m = PARAMS_KEY.exec(key)
+    const parsed = m === null ? null : { memoryKib: Number(m[1]), timeCost: Number(m[2]), parallelism: Number(m[3]) }
+    sets.push([parsed !== null && acceptable(parsed) ? parsed : configured, n])
+    total += n
+  }
+  let x = u * total
+  for (const [params, n] of sets) {
+    if (x < n) return params
+    x -= n
+  }
+  return sets.at(-1)?.[0] ?? configured
+}
+
 /** NFKC so that the same password typed on different keyboards/IMEs hashes the same */
 const normalise = (password: string): string => password.normalize('NFKC')
 
@@ -51,6 +84,21 @@ export interface HasherOptions extends HashParams {
   concurrency: number
   /** waiting hashes beyond which new ones are refused with 503 */
   maxQueue: number
+  /** the stored hashes per parameter set (Store.hashTally); without it the dummy runs the configured parameters */
+  tally?: () => Readonly<Record<string, number>>
+  /** [0, 1) for an email, fixed per email (tests inject their own); default a keyed hash of it */
+  uniform?: (email: string | undefined) => number
+}
+
+/**
+ * A number in [0, 1) fixed for each email under a key of this process: an unknown email probed
+ * again costs what it cost before, as a user's own hash does. A fresh draw on every attempt would
+ * let a few probes of one address tell a user with old-parameter hash (always slow) from an
+ * unknown one (slow only now and then).
+ */
+function keyedUniform(): (email: string | undefined) => number {
+  const key = randomBytes(32)
+  return (email) => (email === undefined ? randomBytes(6) : createHmac('sha256', key).update(email).digest()).readUIntBE(0, 6) / 2 ** 48
 }
 
 export async function createPasswordHasher(opts: HasherOptions): Promise<PasswordHasher> {
@@ -83,13 +131,27 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
     }
   }
 
-  // The dummy: an encoded argon2id hash at the configured parameters whose salt and digest are
-  // random, so no password matches it and verifying against it costs exactly what a wrong
-  // password costs (the salt and parameters drive the work; the digest is only compared). Made
-  // from random bytes rather than by hashing, which kept the daemon from being ready for as long
-  // as one hash takes.
+  // The dummies: encoded argon2id hashes, one per parameter set (made when first needed), whose
+  // salt and digest are random, so no password matches and verifying against one costs exactly
+  // what a wrong password costs under its parameters (the salt and parameters drive the work; the
+  // digest is only compared). Made from random bytes rather than by hashing, which kept the
+  // daemon from being ready for as long as one hash takes.
   const b64 = (n: number): string => randomBytes(n).toString('base64').replace(/=+$/, '')
-  const dummy = `$argon2id$v=19$m=${opts.memoryKib},t=${opts.timeCost},p=${opts.parallelism}$${b64(16)}$${b64(32)}`
+  const dummies = new Map<string, string>()
+  const dummyFor = (p: HashParams): string => {
+    const params = `m=${p.memoryKib},t=${p.timeCost},p=${p.parallelism}`
+    let d = dummies.get(params)
+    if (d === undefined) {
+      // a store holds a handful of sets; a hostile one could hold many
+      if (dummies.size >= 64) dummies.clear()
+      d = `$argon2id$v=19$${params}$${b64(16)}$${b64(32)}`
+      dummies.set(params, d)
+    }
+    return d
+  }
+  const configured: HashParams = { memoryKib: opts.memoryKib, timeCost: opts.timeCost, parallelism: opts.parallelism }
+  const dummy = dummyFor(configured)
+  const uniform = opts.uniform ?? keyedUniform()
 
   const verifyEncoded = (encoded: string, password: string): Promise<boolean> =>
     slot(verifications, () => argon2.verify(encoded, normalise(password)).catch(() => false))
@@ -104,8 +166,9 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
       }
       return verifyEncoded(encoded, password)
     },
-    async verifyDummy(password) {
-      await verifyEncoded(dummy, password)
+    async verifyDummy(password, email) {
+      const params = opts.tally === undefined ? configured : dummyParamsFor(opts.tally(), uniform(email), configured)
+      await verifyEncoded(dummyFor(params), password)
       return false
     },
     needsRehash(encoded) {

@@ -64,7 +64,15 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const keyring = createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
   const p = config.passwords
   const [hasher, policy] = await Promise.all([
-    createPasswordHasher({ memoryKib: p.memoryKib, timeCost: p.timeCost, parallelism: p.parallelism, concurrency: opts.hashConcurrency ?? defaultHashConcurrency(), maxQueue: opts.hashMaxQueue ?? 512 }),
+    createPasswordHasher({
+      memoryKib: p.memoryKib,
+      timeCost: p.timeCost,
+      parallelism: p.parallelism,
+      concurrency: opts.hashConcurrency ?? defaultHashConcurrency(),
+      maxQueue: opts.hashMaxQueue ?? 512,
+      // an unknown email's dummy runs under the stored hashes' parameters, in their proportions
+      tally: () => store.hashTally(),
+    }),
     createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
   ])
   const limiter = createRateLimiter({ maxKeys: config.rateLimit.maxKeys, now })

@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
+import { hashParamsKey, type KeyRecord, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -91,6 +91,21 @@ function refuseForeignFile(file: string): void {
   }
 }
 
+/**
+ * The store's files hold password hashes and private keys: owner-only whatever the umask. LMDB
+ * creates them with 0644 under the usual umask 022 and keeps the mode of an existing file, so
+ * they are made here first, 0600, and an existing one (of an older authd) is set to 0600.
+ */
+const STORE_FILES = ['data.mdb', 'lock.mdb']
+
+function ownerOnlyFiles(dir: string): void {
+  for (const name of STORE_FILES) {
+    const file = join(dir, name)
+    closeSync(openSync(file, 'a', 0o600))
+    if ((statSync(file).mode & 0o777) !== 0o600) chmodSync(file, 0o600)
+  }
+}
+
 export interface LmdbStoreOptions {
   path: string
   /** open read-only is not offered: authctl writes too */
@@ -121,6 +136,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     // mkdir's mode is masked by umask and ignored for an existing directory: make sure
     if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
     refuseForeignFile(join(opts.path, 'data.mdb'))
+    ownerOnlyFiles(opts.path)
     root = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })
   } catch (err) {
     // a plain sentence instead of node's "EEXIST: file already exists, mkdir '…'"
@@ -175,7 +191,23 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     setVersion: (v) => meta.put('schema_version', v),
     transaction: write,
     isEmpty: () => users.getKeysCount() === 0 && keys.getKeysCount() === 0 && meta.get('schema_version') === undefined,
+    users: () => users.getRange().map(({ value }) => value),
+    putUser: (u) => users.put(u.id, u),
+    emailOwner: (email) => emails.get(email),
+    putEmail: (email, id) => emails.put(email, id),
+    removeEmail: (email) => emails.remove(email),
+    putHashTally: (tally) => meta.put('hash_tally', tally),
   })
+
+  // inside a write transaction: one more (by 1) or one fewer (by -1) stored hash like `encoded`
+  const tallyHash = (encoded: string, by: 1 | -1): void => {
+    const tally = { ...((meta.get('hash_tally') as Record<string, number> | undefined) ?? {}) }
+    const key = hashParamsKey(encoded)
+    const n = (tally[key] ?? 0) + by
+    if (n > 0) tally[key] = n
+    else delete tally[key]
+    meta.put('hash_tally', tally)
+  }
 
   // inside a write transaction: index a session's token family. Its entry sits with the token
   // entries, under generation -1, so deleteSessionTx's range removes it with them
@@ -212,12 +244,14 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       return id === undefined ? undefined : readUser(id)
     },
     listUsers: () => [...users.getRange().map(({ value }) => value)],
+    hashTally: () => (readMeta('hash_tally') as Record<string, number> | undefined) ?? {},
     createUser: (user) =>
       write(() => {
         if (emails.get(user.email) !== undefined) return false
         if (tooLong(user.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
         emails.put(user.email, user.id)
         users.put(user.id, user)
+        tallyHash(user.passwordHash, 1)
         return true
       }),
     updateUser: (id, change) =>
@@ -230,6 +264,10 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
             if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
             emails.remove(current.email)
             emails.put(next.email, id)
+          }
+          if (next.passwordHash !== current.passwordHash) {
+            tallyHash(current.passwordHash, -1)
+            tallyHash(next.passwordHash, 1)
           }
           users.put(id, next)
           return next
@@ -247,6 +285,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           }
           emails.remove(user.email)
           users.remove(id)
+          tallyHash(user.passwordHash, -1)
           return true
         }),
       ),

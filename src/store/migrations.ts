@@ -1,3 +1,6 @@
+import { domainToASCII } from 'node:url'
+import { hashParamsKey, type UserRecord } from './store.js'
+
 /**
  * Store schema versions. Each migration moves the store from version i to i + 1 inside one write
  * transaction; they run in order on open (by authd and by authctl alike). A store written by a
@@ -10,6 +13,16 @@ export interface MigrationTarget {
   transaction<T>(fn: () => T): Promise<T>
   /** a brand-new store: stamp it with the current version, nothing to migrate */
   isEmpty(): boolean
+  // the records, read and written inside the migration's transaction
+  users(): Iterable<UserRecord>
+  /** writes a user record; its email index entry is the migration's to keep */
+  putUser(user: UserRecord): void
+  /** the email index: the id of the user stored under `email` */
+  emailOwner(email: string): string | undefined
+  putEmail(email: string, userId: string): void
+  removeEmail(email: string): void
+  /** the count of stored password hashes per parameter set (Store.hashTally) */
+  putHashTally(tally: Record<string, number>): void
 }
 
 /** Runs inside the write transaction that also stamps the new version. */
@@ -19,7 +32,46 @@ export type Migration = (target: MigrationTarget) => void
 const migrations: readonly Migration[] = [
   // 0 → 1: the first schema; nothing to convert
   () => {},
+  // 1 → 2: emails are stored with their domain in ASCII (UTS #46 ToASCII)
+  asciiDomains,
+  // 2 → 3: the count of password hashes per parameter set, kept with every write from now on
+  (target) => {
+    const tally: Record<string, number> = {}
+    for (const u of target.users()) {
+      const key = hashParamsKey(u.passwordHash)
+      tally[key] = (tally[key] ?? 0) + 1
+    }
+    target.putHashTally(tally)
+  },
 ]
+
+/**
+ * Emails used to be stored with their domain as typed (after NFKC and lower-casing); they are
+ * now stored, and looked up, with the domain in its ASCII form, so `ann@bücher.example` is
+ * re-keyed to `ann@xn--bcher-kva.example` or its owner could no longer sign in. A domain ToASCII
+ * refuses stays as it was (its lookups keep it too). Frozen here rather than calling the core's
+ * canonicalEmail: a migration converts what one version wrote to what the next reads, for ever.
+ *
+ * Where two users meet on one ASCII form (a look-alike registered before this version: the
+ * U-label twin of an A-label address, a zero-width character inside a domain), the one already
+ * stored under it keeps it, else the one created first; the other keeps its old address, listed
+ * by `authctl user list` and reachable by id, for the admin to remove or keep.
+ */
+function asciiDomains(target: MigrationTarget): void {
+  const users = [...target.users()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+  for (const u of users) {
+    const at = u.email.lastIndexOf('@')
+    if (at < 0) continue
+    const domain = u.email.slice(at + 1)
+    const ascii = domain === '' ? '' : domainToASCII(domain)
+    if (ascii === '' || ascii === domain) continue
+    const email = u.email.slice(0, at + 1) + ascii
+    if (target.emailOwner(email) !== undefined) continue
+    if (target.emailOwner(u.email) === u.id) target.removeEmail(u.email)
+    target.putEmail(email, u.id)
+    target.putUser({ ...u, email })
+  }
+}
 
 /** The schema this build writes: one more than the last migration's source version. */
 export const SCHEMA_VERSION = migrations.length

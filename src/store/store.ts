@@ -76,6 +76,15 @@ export interface KeyRecord {
   retiredAt: number | null
 }
 
+/**
+ * What a stored password hash is counted under in Store.hashTally: its PHC string up to the salt
+ * (`$argon2id$v=19$m=19456,t=2,p=1`), i.e. the algorithm and the parameters that set its cost.
+ */
+export function hashParamsKey(encoded: string): string {
+  const parts = encoded.split('$')
+  return parts.length >= 4 ? parts.slice(0, -2).join('$') : ''
+}
+
 /** What a refresh attempt found, decided inside the write transaction. */
 export type RefreshDecision<T> =
   | { action: 'rotate'; session: SessionRecord; result: T }
@@ -96,6 +105,12 @@ export interface Store {
   updateUser(id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined>
   /** deletes the user, its email index entry and all its sessions */
   deleteUser(id: string): Promise<boolean>
+  /**
+   * How many stored password hashes there are per parameter set (keys: hashParamsKey), counted in
+   * the transactions that create, re-hash and delete users, by any process. An unknown email's
+   * dummy verification follows these proportions (passwords.ts).
+   */
+  hashTally(): Readonly<Record<string, number>>
 
   // sessions
   getSession(id: string): SessionRecord | undefined

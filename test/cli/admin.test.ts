@@ -49,6 +49,22 @@ t.test('a user is found by id or by any case and Unicode form of its email', asy
   t.throws(() => admin.resolveUser('x'.repeat(3000)), { name: 'AdminError', code: 'USER_NOT_FOUND' })
   await t.rejects(admin.addUser('ann@EXAMPLE.com', 'correct horse battery'), { code: 'EMAIL_TAKEN' })
   await t.rejects(admin.addUser('two@@example.com', 'correct horse battery'), { code: 'INVALID_EMAIL' })
+})
+
+t.test('user add keeps the register rules: no look-alike accounts, the domain compared in ASCII', async (t) => {
+  const { admin } = await setup(t)
+  const ann = await admin.addUser('ann@b\u00fccher.example', 'correct horse battery')
+  t.equal(ann.email, 'ann@xn--bcher-kva.example')
+  t.throws(() => admin.checkNewEmail('ann@xn--bcher-kva.example'), { code: 'EMAIL_TAKEN' })
+  t.equal(admin.findUser('ann@b\u00fccher.example')?.id, ann.id, 'found by the U-label too')
+  t.throws(() => admin.checkNewEmail('ann\u200b@example.com'), {
+    code: 'INVALID_EMAIL',
+    message: '"ann\u200b@example.com" is not a valid email address: it contains an invisible or direction-changing character (U+200B).',
+  })
+  t.throws(() => admin.checkNewEmail('ann@example.com.'), { code: 'INVALID_EMAIL', message: /its domain ends in a dot\.$/ })
+  t.throws(() => admin.checkNewEmail('an\u00adn@example.com'), { code: 'INVALID_EMAIL', message: /\(U\+00AD\)\.$/ })
+  t.throws(() => admin.checkNewEmail('ann@example\u202e.com'), { code: 'INVALID_EMAIL', message: /\(U\+202E\)\.$/ })
+  t.throws(() => admin.checkNewEmail('ann@xn--zz.example'), { code: 'INVALID_EMAIL', message: /its domain is not a valid domain name\.$/ })
   await t.rejects(admin.addUser('c@example.com', 'x'.repeat(257)), { code: 'PASSWORD_TOO_LONG', message: 'Password must be at most 256 characters' })
 })
 

@@ -38,7 +38,7 @@ t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for u
 
   const cases: Array<[string, string[], string, number, RegExp]> = [
     ['taken, in another case and Unicode form', ['user', 'add', 'ＡＮＮ@example.com', '--password-stdin'], `${PASSWORD}\n`, 1, /^authctl: A user with email ann@example\.com already exists\.\n$/],
-    ['invalid email', ['user', 'add', 'not-an-email', '--password-stdin'], `${PASSWORD}\n`, 1, /^authctl: "not-an-email" is not a valid email address\.\n$/],
+    ['invalid email', ['user', 'add', 'not-an-email', '--password-stdin'], `${PASSWORD}\n`, 1, /^authctl: "not-an-email" is not a valid email address: it must contain exactly one @\.\n$/],
     ['short password', ['user', 'add', 'c@example.com', '--password-stdin'], 'short\n', 1, /^authctl: Password must be at least 8 characters\.\n$/],
     ['common password', ['user', 'add', 'c@example.com', '--password-stdin'], 'password123\n', 1, /^authctl: Password is too common\.\n$/],
     ['empty standard input', ['user', 'add', 'c@example.com', '--password-stdin'], '', 1, /^authctl: No password was given on standard input\.\n$/],

@@ -9,7 +9,7 @@ import { createAccessTokens, type AccessTokens } from '../../src/core/access-tok
 import { createKeyring, generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
-import { decode } from '../helpers/jwt.js'
+import { decode, highSTwin, P256_N, sOf } from '../helpers/jwt.js'
 
 const TTL = 15 * 60_000
 const TOLERANCE = 5_000
@@ -38,6 +38,24 @@ t.test('signs a JWS with alg, kid and typ at+jwt, and the contract claims', asyn
     t.match(payload, { iss: 'authd', aud: 'authd', ...CLAIMS, iat, exp: iat + 900 })
     t.match(payload.jti, /^[A-Za-z0-9_-]{16,}$/)
     t.same(tokens.verify(token), { ...CLAIMS, jti: payload.jti, iat, exp: iat + 900 })
+  }
+})
+
+t.test('issues ES256 signatures only in low-S form (s <= n/2), so a token has one text', async (t) => {
+  const { tokens } = await setup(t)
+  const high = Array.from({ length: 200 }, () => decode(tokens.sign(CLAIMS).token).signature).filter((s) => sOf(s) > P256_N / 2n)
+  t.equal(high.length, 0, 'no high-S signature among 200 tokens')
+})
+
+t.test('refuses the high-S twin (r, n - s) of a valid ES256 token', async (t) => {
+  const { tokens } = await setup(t)
+  for (let i = 0; i < 20; i++) {
+    const { token } = tokens.sign(CLAIMS)
+    const twin = highSTwin(token)
+    t.not(twin, token)
+    t.equal(tokens.verify(twin), null, 'the twin is refused')
+    t.ok(tokens.verify(token), 'the token itself verifies')
+    t.equal(tokens.verify(twin), null, 'and the twin is still refused once the token is remembered')
   }
 })
 

@@ -1,12 +1,14 @@
 /**
- * Canonical email (CONTRACT: trim, NFKC, lower-case) and register-time validity. Properties run
+ * Canonical email (README: trim, NFKC, lower-case, the domain in ASCII) and register-time validity. Properties run
  * over arbitrary Unicode and over an alphabet of the characters that make canonicalisation hard:
  * compatibility forms, spacing marks NFKC turns into a space plus a combining mark, the KELVIN
  * and ANGSTROM signs, dotted capital I, final sigma, ligatures.
  */
 import fc from 'fast-check'
 import t from 'tap'
-import { canonicalEmail, isValidEmail, mayBeStoredEmail } from '../../src/core/email.js'
+import { canonicalEmail, checkEmail, mayBeStoredEmail, registrableEmail } from '../../src/core/email.js'
+
+const isValidEmail = (email: string): boolean => registrableEmail(email) !== null
 
 const TRICKY = [
   ' ', '\t', '\n', '\u00a0', '\u3000', '\u2003', '\u200b', '\ufeff',
@@ -46,7 +48,8 @@ t.test('canonicalises by trim, NFKC, then lower-case', async (t) => {
 })
 
 t.test('is idempotent on arbitrary Unicode', async () => {
-  for (const arb of [anyString, binaryString, trickyString]) {
+  const withDomain = (arb: fc.Arbitrary<string>): fc.Arbitrary<string> => fc.tuple(arb, arb).map(([l, d]) => `${l}@${d}`)
+  for (const arb of [anyString, binaryString, trickyString, withDomain(anyString), withDomain(binaryString), withDomain(trickyString)]) {
     fc.assert(
       fc.property(arb, (s) => canonicalEmail(canonicalEmail(s)) === canonicalEmail(s)),
       { numRuns: 3000 },
@@ -105,4 +108,95 @@ t.test('only a non-empty email within 254 bytes may be stored', async (t) => {
   t.ok(mayBeStoredEmail('a@b'))
   t.notOk(mayBeStoredEmail('a'.repeat(255)))
   t.notOk(mayBeStoredEmail('\u00e5'.repeat(128)), 'counted in UTF-8 bytes, not characters')
+})
+
+t.test('puts the domain in its UTS #46 ToASCII form: a U-label and its A-label are one address', async (t) => {
+  t.equal(canonicalEmail('ann@b\u00fccher.example'), 'ann@xn--bcher-kva.example')
+  t.equal(canonicalEmail('ann@xn--bcher-kva.example'), 'ann@xn--bcher-kva.example')
+  t.equal(canonicalEmail('Ann@B\u00dcCHER.Example'), 'ann@xn--bcher-kva.example')
+  t.equal(canonicalEmail('ann@example\u3002com'), 'ann@example.com', 'the ideographic full stop is a dot')
+  t.equal(canonicalEmail('ann@ex\u00adample.com'), 'ann@example.com', 'ToASCII drops a soft hyphen')
+  t.equal(canonicalEmail('b\u00fccher@b\u00fccher.example'), 'b\u00fccher@xn--bcher-kva.example', 'the local part is left as it is')
+  t.equal(canonicalEmail('ann@exa mple.com'), 'ann@exa mple.com', 'a domain ToASCII refuses is kept (nothing is stored under it)')
+  t.equal(registrableEmail(' Ann@B\u00fccher.Example '), 'ann@xn--bcher-kva.example', 'registered under the ASCII form')
+})
+
+const DEFAULT_IGNORABLE = /\p{Default_Ignorable_Code_Point}/u
+const BIDI_CONTROL = /\p{Bidi_Control}/u
+/** every code point with the property (a few hundred assigned, over 4000 reserved) */
+const withProperty = (re: RegExp): string[] => {
+  const out: string[] = []
+  for (let cp = 0; cp <= 0x10ffff; cp++) if (!(cp >= 0xd800 && cp <= 0xdfff) && re.test(String.fromCodePoint(cp))) out.push(String.fromCodePoint(cp))
+  return out
+}
+const ignorables = withProperty(DEFAULT_IGNORABLE)
+const bidiControls = withProperty(BIDI_CONTROL)
+
+t.test('refuses look-alike addresses: invisible and direction-changing characters, trailing-dot domains', async (t) => {
+  const bad: Record<string, string> = {
+    'zero-width space in the local part': 'ann\u200b@example.com',
+    'zero-width space in the domain (ToASCII would drop it)': 'ann@exa\u200bmple.com',
+    'zero-width joiner': 'an\u200dn@example.com',
+    'zero-width non-joiner': 'an\u200cn@example.com',
+    'word joiner': 'ann\u2060@example.com',
+    'soft hyphen in the local part': 'an\u00adn@example.com',
+    'soft hyphen in the domain': 'ann@ex\u00adample.com',
+    'byte order mark inside': 'an\ufeffn@example.com',
+    'byte order mark at the start (trim would drop it)': '\ufeffann@example.com',
+    'Hangul filler': 'ann\u3164@example.com',
+    'variation selector': 'ann\ufe0f@example.com',
+    'right-to-left override': 'ann\u202e@example.com',
+    'left-to-right mark': 'ann@example.com\u200e',
+    'Arabic letter mark': '\u061cann@example.com',
+    'first strong isolate': 'ann\u2068@example.com',
+    'trailing-dot domain': 'ann@example.com.',
+    'trailing ideographic full stop (a dot under ToASCII)': 'ann@example.com\u3002',
+    'domain of one dot': 'ann@.',
+    'domain ToASCII refuses (bad punycode)': 'ann@xn--zz.example',
+    'domain ToASCII refuses (numeric last label)': 'ann@example.123',
+    'domain ToASCII refuses (forbidden character)': 'ann@exa<mple.com',
+    'domain ToASCII refuses (zero-width joiner out of context)': 'ann@x\u200d.com',
+    'over 254 bytes once the domain is in ASCII': `${'a'.repeat(240)}@b\u00fccher.example`,
+  }
+  for (const [why, email] of Object.entries(bad)) t.equal(registrableEmail(email), null, why)
+  t.equal(registrableEmail(`${'a'.repeat(232)}@b\u00fccher.example`), `${'a'.repeat(232)}@xn--bcher-kva.example`, '254 bytes in ASCII form is accepted')
+  t.match(checkEmail('ann\u200b@example.com'), { problem: /invisible or direction-changing character \(U\+200B\)/ }, 'the admin is told which character')
+  t.ok(ignorables.includes('\u00ad') && ignorables.includes('\u200b') && bidiControls.includes('\u202e'), 'the properties are the ones meant')
+})
+
+t.test('refuses any address holding a Default_Ignorable_Code_Point or a bidi control, wherever it sits', async (t) => {
+  const local = fc.stringMatching(/^[a-z0-9]{1,10}$/)
+  const domain = fc.stringMatching(/^[a-z]{1,10}\.[a-z]{2,5}$/)
+  const invisible = fc.constantFrom(...ignorables, ...bidiControls)
+  fc.assert(
+    fc.property(local, domain, invisible, fc.nat(), (l, d, ch, at) => {
+      const plain = `${l}@${d}`
+      const i = at % (plain.length + 1)
+      return registrableEmail(plain.slice(0, i) + ch + plain.slice(i)) === null
+    }),
+    { numRuns: 5000 },
+  )
+  // around any text at all, at either end too (trim would drop a byte order mark there)
+  fc.assert(
+    fc.property(anyString, invisible, anyString, (a, ch, b) => registrableEmail(a + ch + b) === null),
+    { numRuns: 5000 },
+  )
+  for (const ch of [...ignorables, ...bidiControls]) {
+    for (const s of [`${ch}ann@example.com`, `ann@example.com${ch}`, `ann${ch}@example.com`, `ann@exa${ch}mple.com`]) {
+      if (registrableEmail(s) !== null) t.fail(`accepted ${JSON.stringify(s)}`)
+    }
+  }
+})
+
+t.test('registers under the canonical form: what registrableEmail accepts is canonical and looks itself up', async () => {
+  const arbs = [anyString, trickyString, fc.tuple(trickyString, fc.constantFrom('b\u00fccher.example', 'EXAMPLE.com', 'ex.com', '\uff45x.com', 'xn--bcher-kva.example')).map(([l, d]) => `${l}@${d}`)]
+  for (const arb of arbs) {
+    fc.assert(
+      fc.property(arb, (s) => {
+        const r = registrableEmail(s)
+        return r === null || (r === canonicalEmail(s) && canonicalEmail(r) === r && registrableEmail(r) === r)
+      }),
+      { numRuns: 3000 },
+    )
+  }
 })

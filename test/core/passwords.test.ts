@@ -3,8 +3,11 @@
  * without running, re-hash detection, and the queue (at most `concurrency` at once, 503 beyond).
  */
 import argon2 from 'argon2'
-import t from 'tap'
-import { createPasswordHasher, parseHashParams } from '../../src/core/passwords.js'
+import t, { type Test } from 'tap'
+import { createPasswordHasher, dummyParamsFor, parseHashParams } from '../../src/core/passwords.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { buildApp } from '../helpers/app.js'
+import { newUserId } from '../../src/core/users.js'
 import { isAppError } from '../../src/core/errors.js'
 
 const PARAMS = { memoryKib: 19456, timeCost: 2, parallelism: 1 }
@@ -122,4 +125,84 @@ t.test('refuses with BUSY (503, retry after 1 s) when the queue is full, and rec
   t.match(refused, { code: 'BUSY', status: 503, retryAfterS: 1, message: 'Server busy, try again shortly' })
   t.same(await Promise.all(accepted), [true, false, false])
   t.equal(await hasher.verify(encoded, 'pw'), true, 'room again once the queue drains')
+})
+
+const set = (m: number, t: number, p = 1): string => `$argon2id$v=19$m=${m},t=${t},p=${p}`
+const params = (m: number, t: number, p = 1) => ({ memoryKib: m, timeCost: t, parallelism: p })
+
+/** argon2.verify watched: the parameters of every digest verified, in order */
+function watchVerify(t: Test): string[] {
+  const realVerify = argon2.verify
+  const ran: string[] = []
+  argon2.verify = (digest: string, ...rest: unknown[]) => {
+    ran.push(/\$(m=\d+,t=\d+,p=\d+)\$/.exec(digest)?.[1] ?? digest)
+    return (realVerify as (...a: unknown[]) => Promise<boolean>)(digest, ...rest)
+  }
+  t.teardown(() => {
+    argon2.verify = realVerify
+  })
+  return ran
+}
+
+t.test('the dummy parameters follow the stored hashes in their proportions', async (t) => {
+  const tally = { [set(19456, 2)]: 3, [set(65536, 3)]: 1, [set(8192, 4)]: 0 }
+  const counts = new Map<string, number>()
+  for (let i = 0; i < 1000; i++) {
+    const p = dummyParamsFor(tally, (i + 0.5) / 1000, params(1, 1))
+    const k = `m=${p.memoryKib},t=${p.timeCost}`
+    counts.set(k, (counts.get(k) ?? 0) + 1)
+  }
+  t.same(Object.fromEntries(counts), { 'm=19456,t=2': 750, 'm=65536,t=3': 250 }, 'evenly spread draws land 3 : 1; a set with no hash never')
+  t.same(dummyParamsFor({}, 0.5, params(19456, 2)), params(19456, 2), 'an empty store: the configured parameters')
+  t.same(dummyParamsFor({ [set(19456, 2)]: 1 }, 0.999999, params(1, 1)), params(19456, 2))
+  // hashes the hasher will not run are verified with the dummy at the configured parameters
+  const odd = { '$2b$10': 1, [set(2097152, 2)]: 1, [set(19456, 3)]: 2 }
+  const oddCounts = [0, 0.3, 0.6, 0.9].map((u) => dummyParamsFor(odd, u, params(19456, 2)).timeCost)
+  t.same(oddCounts.sort(), [2, 2, 3, 3], 'unreadable and absurd sets count as the configured parameters')
+})
+
+t.test('an unknown email\'s dummy runs under the parameters drawn from the tally, one dummy per set, the tally read at each call', async (t) => {
+  const ran = watchVerify(t)
+  let tally: Record<string, number> = { [set(1024, 1)]: 1, [set(2048, 2)]: 3 }
+  let i = 0
+  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: () => tally, uniform: () => (i++ % 4) / 4 + 0.01 })
+  for (let n = 0; n < 8; n++) t.equal(await hasher.verifyDummy('pw', `nobody${n}@example.com`), false)
+  const round = ['m=1024,t=1,p=1', 'm=2048,t=2,p=1', 'm=2048,t=2,p=1', 'm=2048,t=2,p=1']
+  t.same(ran, [...round, ...round], 'draws at 0, 1/4, 2/4, 3/4 of a 1 : 3 tally')
+  ran.length = 0
+  tally = { [set(1024, 1)]: 4 } // every user re-hashed
+  await hasher.verifyDummy('pw', 'nobody@example.com')
+  t.same(ran, ['m=1024,t=1,p=1'])
+})
+
+t.test('the same unknown email costs the same parameter set on every attempt (a fresh draw would tell it from a user)', async (t) => {
+  const ran = watchVerify(t)
+  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: () => ({ [set(1024, 1)]: 1, [set(2048, 1)]: 1 }) })
+  const seen = new Set<string>()
+  for (let n = 0; n < 24; n++) {
+    ran.length = 0
+    for (let k = 0; k < 3; k++) await hasher.verifyDummy('pw', `nobody${n}@example.com`)
+    t.equal(new Set(ran).size, 1, `nobody${n}: one set on every attempt`)
+    seen.add(ran[0]!)
+  }
+  t.equal(seen.size, 2, 'and across emails both sets occur')
+})
+
+t.test('after the parameters are raised over a store hashed at the old ones, an unknown email costs the old ones (login, real store)', async (t) => {
+  const dir = t.testdir()
+  // users hashed at t=2 (the default) by an earlier configuration
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  const old = await createPasswordHasher({ ...PARAMS, concurrency: 1, maxQueue: 10 })
+  for (let n = 0; n < 3; n++) {
+    const at = Date.now()
+    await store.createUser({ id: newUserId(), email: `u${n}@example.com`, passwordHash: await old.hash('pw-pw-pw-pw-pw'), createdAt: at, updatedAt: at, disabled: false })
+  }
+  const app = await buildApp(t, { dir, store, env: { AUTHD_PASSWORDS_TIME_COST: '3' } })
+  const ran = watchVerify(t)
+  const client = { ip: '127.0.0.1', ipKey: '127.0.0.1', userAgent: 'test' }
+  for (const email of ['nobody@example.com', 'u0@example.com', 'ghost@example.com']) {
+    await t.rejects(app.auth.login({ email, password: 'wrong-password-1' }, client), { code: 'INVALID_CREDENTIALS' })
+  }
+  t.same(ran, ['m=19456,t=2,p=1', 'm=19456,t=2,p=1', 'm=19456,t=2,p=1'], 'unknown and known alike, at the stored parameters (not t=3)')
 })

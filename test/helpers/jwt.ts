@@ -32,11 +32,31 @@ export function activeKey(app: Pick<Services, 'store'>): KeyRecord {
   return key
 }
 
-/** A raw JWS signature over `input` with an ES256 (P-256, IEEE P1363 r||s) or RS256 key */
+/** the order of P-256 */
+export const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
+
+/** s of an ES256 signature (r||s, base64url) */
+export const sOf = (signature: string): bigint => BigInt(`0x${Buffer.from(signature, 'base64url').subarray(32, 64).toString('hex')}`)
+
+/** the same ES256 signature with s replaced by n − s (equally valid for plain ECDSA) */
+export function flipS(signature: string): string {
+  const sig = Buffer.from(signature, 'base64url')
+  const flipped = Buffer.from((P256_N - sOf(signature)).toString(16).padStart(64, '0'), 'hex')
+  return Buffer.concat([sig.subarray(0, 32), flipped]).toString('base64url')
+}
+
+/** the high-S twin of an ES256 token: its signature with s replaced by n − s */
+export function highSTwin(token: string): string {
+  const dot = token.lastIndexOf('.')
+  return `${token.slice(0, dot)}.${flipS(token.slice(dot + 1))}`
+}
+
+/** A raw JWS signature over `input` with an ES256 (P-256, IEEE P1363 r||s, low-S as authd issues it) or RS256 key */
 export function signWith(alg: 'ES256' | 'RS256', key: KeyObject | string, input: string): string {
   const k = typeof key === 'string' ? createPrivateKey(key) : key
-  const sig = alg === 'ES256' ? cryptoSign('sha256', Buffer.from(input), { key: k, dsaEncoding: 'ieee-p1363' }) : cryptoSign('sha256', Buffer.from(input), k)
-  return sig.toString('base64url')
+  if (alg === 'RS256') return cryptoSign('sha256', Buffer.from(input), k).toString('base64url')
+  const sig = cryptoSign('sha256', Buffer.from(input), { key: k, dsaEncoding: 'ieee-p1363' }).toString('base64url')
+  return sOf(sig) > P256_N / 2n ? flipS(sig) : sig
 }
 
 /** `header.payload.signature`, signed with the given key record (or a foreign private key) */

@@ -7,7 +7,7 @@
 import { createHmac, createPublicKey, generateKeyPairSync } from 'node:crypto'
 import t, { type Test } from 'tap'
 import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
-import { activeKey, b64url, craft, craftHs256, decode, signer, signWith } from '../helpers/jwt.js'
+import { activeKey, b64url, craft, craftHs256, decode, highSTwin, signer, signWith } from '../helpers/jwt.js'
 
 const PASSWORD = 'correct horse battery'
 
@@ -55,6 +55,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
       attack(`rejects alg "${none}" carrying the original signature`, () => `${b64url({ ...header, alg: none })}.${b64url(payload)}.${decode(token).signature}`)
     }
     attack('rejects alg "none" without a kid', () => `${b64url({ alg: 'none', typ: 'at+jwt' })}.${b64url(payload)}.`)
+    if (alg === 'ES256') attack('rejects the high-S twin (r, n - s) of a valid ES256 token', () => highSTwin(token))
     attack('rejects a token whose signature is stripped (trailing dot)', () => token.slice(0, token.lastIndexOf('.') + 1))
     attack('rejects a token whose signature is stripped (two segments)', () => token.slice(0, token.lastIndexOf('.')))
     attack('rejects a tampered payload (sub and sid of another user) under the original signature', () => {

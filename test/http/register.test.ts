@@ -100,6 +100,24 @@ t.test('409 for case and Unicode variants of a registered email', async (t) => {
   t.equal(app.store.listUsers().length, 1)
 })
 
+t.test('look-alike accounts: a U-label domain and its A-label are one account, and either form signs in', async (t) => {
+  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const first = await register(app, { email: 'ann@b\u00fccher.example', password: PASSWORD })
+  t.equal(first.status, 201)
+  t.equal(first.body.data.user.email, 'ann@xn--bcher-kva.example', 'stored with the domain in ASCII')
+  for (const variant of ['ann@xn--bcher-kva.example', 'Ann@B\u00dcCHER.example', 'ann@b\u00fccher\u3002example']) {
+    const res = await register(app, { email: variant, password: PASSWORD })
+    t.equal(res.status, 409, JSON.stringify(variant))
+    t.same(res.body, { success: false, message: 'Email already registered' })
+  }
+  for (const email of ['ann@b\u00fccher.example', 'ANN@xn--bcher-kva.example']) {
+    const login = await call(app.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+    t.equal(login.status, 200, `login as ${JSON.stringify(email)}`)
+    t.equal(login.body.data.user.id, first.body.data.user.id)
+  }
+  t.same(app.store.listUsers().map((u) => u.email), ['ann@xn--bcher-kva.example'])
+})
+
 t.test('50 concurrent registrations of one email (in variants) make exactly one account', async (t) => {
   const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const variants = ['race@example.com', 'RACE@example.com', 'Race@Example.Com', '\uff52ace@example.com', ' race@example.com ']
@@ -154,6 +172,14 @@ t.test('400 Invalid email address', async (t) => {
     'DEL': 'ann\u007f@example.com',
     'C1 control': 'ann\u0085@example.com',
     'space inside': 'ann smith@example.com',
+    'zero-width space': 'ann\u200b@example.com',
+    'zero-width space inside the domain': 'ann@exa\u200bmple.com',
+    'soft hyphen': 'an\u00adn@example.com',
+    'soft hyphen inside the domain': 'ann@ex\u00adample.com',
+    'right-to-left override': 'ann\u202e@example.com',
+    'left-to-right mark': 'ann@example.com\u200e',
+    'trailing-dot domain': 'ann@example.com.',
+    'domain ToASCII refuses': 'ann@xn--zz.example',
   }
   for (const [why, email] of Object.entries(cases)) {
     const res = await register(app, { email, password: PASSWORD })

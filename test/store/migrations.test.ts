@@ -108,6 +108,80 @@ t.test('authd start on a store from a newer authd exits 1 with that one sentence
   t.equal(await stampedVersion(dir), 99, 'the newer store is not modified')
 })
 
+/** Writes users and their email index as a store at `version` (before ASCII domains, before the tally) had them. */
+async function writeUsers(dir: string, version: number, list: UserRecord[]): Promise<void> {
+  const root = open({ path: dir, ...LMDB_OPTIONS })
+  await root.transaction(() => {
+    for (const u of list) {
+      root.openDB({ name: 'users' }).put(u.id, u)
+      root.openDB({ name: 'emails' }).put(u.email, u.id)
+    }
+    root.openDB({ name: 'meta' }).put('schema_version', version)
+  })
+  await root.close()
+}
+
+const HASH_T2 = fixtureUser.passwordHash
+const HASH_T3 = '$argon2id$v=19$m=19456,t=3,p=1$c2FsdHNhbHRzYWx0c2FsdA$ZmFrZWhhc2hmYWtlaGFzaGZha2VoYXNoZmFrZWg'
+const user = (n: number, email: string, passwordHash = HASH_T2): UserRecord => ({ ...fixtureUser, id: `u_fixture${String(n).padStart(16, '0')}`, email, passwordHash, createdAt: 1_700_000_000_000 + n })
+
+t.test('users stored with a U-label domain by an older authd are re-keyed to the ASCII form and still sign in by either form', async (t) => {
+  const dir = t.testdir()
+  const ann = user(1, 'ann@b\u00fccher.example')
+  const bob = user(2, 'bob@example.com')
+  const cat = user(3, 'cat@\u4f8b\u3048.jp')
+  await writeUsers(dir, 1, [ann, bob, cat])
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  t.same(store.getUserByEmail('ann@xn--bcher-kva.example'), { ...ann, email: 'ann@xn--bcher-kva.example' }, 'found under the ASCII form, the record says it too')
+  t.equal(store.getUserByEmail('ann@b\u00fccher.example'), undefined, 'the old index entry is gone')
+  t.equal(store.getUserByEmail('cat@xn--r8jz45g.jp')?.id, cat.id)
+  t.same(store.getUserByEmail('bob@example.com'), bob, 'an ASCII email is untouched')
+  t.equal(store.listUsers().length, 3)
+})
+
+t.test('look-alikes that meet on one ASCII form: the one already under it keeps it, else the older; the other keeps its old email', async (t) => {
+  const dir = t.testdir()
+  const aLabel = user(5, 'ann@xn--bcher-kva.example') // registered later, but already ASCII
+  const uLabel = user(1, 'ann@b\u00fccher.example')
+  const plain = user(2, 'zoe@example.com')
+  const zeroWidth = user(3, 'zoe@exa\u200bmple.com') // ToASCII drops the zero-width space
+  const older = user(4, 'max@m\u00fcnchen.example')
+  const newer = user(6, 'max@m\u00fcn\u00adchen.example') // a soft hyphen, dropped too
+  await writeUsers(dir, 1, [aLabel, uLabel, plain, zeroWidth, newer, older])
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  t.equal(store.getUserByEmail('ann@xn--bcher-kva.example')?.id, aLabel.id)
+  t.same(store.getUser(uLabel.id), uLabel, 'the U-label twin keeps its old email')
+  t.equal(store.getUserByEmail(uLabel.email)?.id, uLabel.id, 'and its index entry')
+  t.equal(store.getUserByEmail('zoe@example.com')?.id, plain.id)
+  t.same(store.getUser(zeroWidth.id), zeroWidth)
+  t.equal(store.getUserByEmail('max@xn--mnchen-3ya.example')?.id, older.id, 'the older of two re-keyed look-alikes takes the ASCII form')
+  t.same(store.getUser(newer.id), newer)
+  t.equal(store.listUsers().length, 6)
+})
+
+t.test('the count of password hashes per parameter set is built from the users of an older store, then kept by every write', async (t) => {
+  const dir = t.testdir()
+  await writeUsers(dir, 1, [user(1, 'a@example.com'), user(2, 'b@example.com', HASH_T3), user(3, 'c@example.com', HASH_T3), user(4, 'd@b\u00fccher.example')])
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  const T2 = '$argon2id$v=19$m=19456,t=2,p=1'
+  const T3 = '$argon2id$v=19$m=19456,t=3,p=1'
+  t.same(store.hashTally(), { [T2]: 2, [T3]: 2 })
+  await store.createUser(user(7, 'e@example.com', HASH_T3))
+  t.same(store.hashTally(), { [T2]: 2, [T3]: 3 }, 'created')
+  await store.updateUser(user(2, '').id, (u) => ({ ...u, passwordHash: HASH_T2 }))
+  t.same(store.hashTally(), { [T2]: 3, [T3]: 2 }, 're-hashed')
+  await store.updateUser(user(1, '').id, (u) => ({ ...u, disabled: true }))
+  t.same(store.hashTally(), { [T2]: 3, [T3]: 2 }, 'another change leaves it')
+  await store.deleteUser(user(3, '').id)
+  await store.deleteUser(user(7, '').id)
+  t.same(store.hashTally(), { [T2]: 3 }, 'deleted: a set with no hash left is gone')
+  t.equal(await store.createUser(user(8, 'a@example.com', HASH_T3)), false)
+  t.same(store.hashTally(), { [T2]: 3 }, 'a refused creation counts nothing')
+})
+
 /** An in-memory target, to watch the runner's order and its transactions. */
 function memoryTarget(initial: number | undefined, opts: { empty?: boolean } = {}) {
   let version = initial
@@ -129,6 +203,12 @@ function memoryTarget(initial: number | undefined, opts: { empty?: boolean } = {
       }
     },
     isEmpty: () => opts.empty === true,
+    users: () => [],
+    putUser: () => {},
+    emailOwner: () => undefined,
+    putEmail: () => {},
+    removeEmail: () => {},
+    putHashTally: () => {},
   }
   const step =
     (n: number): Migration =>
