@@ -166,3 +166,38 @@ t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a
   app.limiter.prune()
   t.ok(app.limiter.size() <= 3, `memory falls back after the window (${app.limiter.size()} keys)`)
 })
+
+t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, counted, under keys of one small size', async (t) => {
+  const app = await startServer(t, { now: clock().now, env: PROXY })
+  const keys: string[] = []
+  const consume = app.limiter.consume.bind(app.limiter)
+  app.limiter.consume = (entries) => {
+    for (const e of entries) keys.push(e.key)
+    return consume(entries)
+  }
+  // 16 KB of UTF-8 as sent; NFKC would make each U+FDFA 18 characters (a ~98 000-character key)
+  const email = '\ufdfa'.repeat(5400) + '@example.com'
+  const runs = app.hasher.runs
+  for (let i = 0; i < 5; i++) {
+    const r = await login(app, email, 'wrong-password', '198.51.100.1')
+    t.equal(r.status, 401)
+    t.same(r.body, { success: false, message: 'Invalid email or password' })
+  }
+  t.equal(app.hasher.runs - runs, 5, 'the dummy hash ran for each (an unknown email costs what a known one costs)')
+  t.equal((await login(app, email, 'wrong-password', '198.51.100.1')).status, 429, 'and each was counted')
+  const longest = Math.max(...keys.map((k) => k.length))
+  t.ok(longest < 64, `every limiter key is small (the longest: ${longest} characters)`)
+})
+
+t.test('a malformed registration and a cookie-less refresh take no limiter key', async (t) => {
+  const app = await startServer(t, { env: PROXY })
+  const before = app.limiter.size()
+  for (let i = 0; i < 20; i++) {
+    const ip = `10.0.0.${i}`
+    const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'not-an-email', password: PASSWORD }, headers: { 'x-forwarded-for': ip } })
+    t.equal(reg.status, 400)
+    const ref = await call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': ip } })
+    t.equal(ref.status, 401)
+  }
+  t.equal(app.limiter.size(), before)
+})
