@@ -272,8 +272,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       ])
       if (!attempt.ok) {
         // named after the limit that refused it (the first without room)
-        const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : ours ? 'login.per_device' : 'login.per_email'
-        throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, limit, client))
+        const refused =
+          attempt.blockedBy === 0
+            ? loginRefused(attempt.retryAfterS, 'login.per_ip_email', client)
+            : ours
+              ? loginRefused(attempt.retryAfterS, 'login.per_device', client)
+              : loginRefused(attempt.retryAfterS, 'login.per_email', client)
+        throw new AppError('TOO_MANY_LOGINS', refused)
       }
       // a login the hash queue turns away (503 Server busy) checked nothing: not a failed attempt
       const uncounted = (err: unknown): never => {
