@@ -19,8 +19,8 @@ export const id = 'limiter-fill'
 export const title = 'Filling the rate limiter'
 
 const SCALE = {
-  full: { addresses: 60_000, maxKeys: 20_000, rssMB: 64 },
-  small: { addresses: 3000, maxKeys: 1000, rssMB: 64 },
+  full: { addresses: 60_000, maxKeys: 20_000, rssMB: 128 },
+  small: { addresses: 3000, maxKeys: 1000, rssMB: 128 },
 }
 
 export async function run({ scale, dir, say }) {
@@ -39,7 +39,8 @@ export async function run({ scale, dir, say }) {
 
   // warm the request path and argon2 (its memory stays in RSS once used), then the baseline
   for (let i = 0; i < 10; i++) {
-    await request(url, 'POST', '/api/auth/login', { json: { email: user.email, password: i % 2 === 0 ? user.password : 'wrong-password' }, headers: { 'x-forwarded-for': `172.31.0.${i}` } })
+    const json = i % 2 === 0 ? { email: user.email, password: user.password } : { email: `warm-${i}@example.test`, password: 'wrong-password' }
+    await request(url, 'POST', '/api/auth/login', { json, headers: { 'x-forwarded-for': `172.31.0.${i}` } })
   }
   const warm = new RawConnection(d.port)
   await warm.ready
@@ -65,13 +66,15 @@ export async function run({ scale, dir, say }) {
     }),
   ).finally(() => (done = true))
 
-  // new clients meanwhile and after: a right and a wrong password from addresses never seen
+  // new clients meanwhile and after, from addresses never seen: the user with her password, and
+  // a wrong password for an email never seen (wrong ones for her email would spend her per_email)
   const probes = {}
   let n = 0
   const probe = async () => {
     const ip = `172.16.${(n >> 8) & 255}.${n & 255}`
     const right = n++ % 2 === 0
-    const r = await request(url, 'POST', '/api/auth/login', { json: { email: user.email, password: right ? user.password : 'wrong-password' }, headers: { 'x-forwarded-for': ip } })
+    const json = right ? { email: user.email, password: user.password } : { email: `nobody-${n}@example.test`, password: 'wrong-password' }
+    const r = await request(url, 'POST', '/api/auth/login', { json, headers: { 'x-forwarded-for': ip } })
     const key = `${right ? 'right' : 'wrong'} ${r.status}`
     probes[key] = (probes[key] ?? 0) + 1
   }
