@@ -31,7 +31,7 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   t.match(data.user.id, /^[A-Za-z0-9_-]{22}$/)
 
   const cookies = setCookies(res)
-  t.equal(cookies.length, 1)
+  t.equal(cookies.length, 2, 'the refresh cookie, then the device cookie (test/http/device-cookie.test.ts)')
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
   t.match(nameValue, /^__Secure-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, '256-bit token under the __Secure- name')
   t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/api/auth', 'SameSite=Strict', 'Secure'].sort())
