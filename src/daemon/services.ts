@@ -71,23 +71,23 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   ])
   const metrics = createMetrics({ processMetrics: opts.processMetrics })
   // a full limiter forgets keys rather than refuse anyone: counted, and said at warn at most
-  // once a minute (the first time at once)
+  // once a minute (at once after a quiet minute, else with the count gathered since)
   let evicted = 0
   let evictionsSaid = -Infinity
   const sayEvictions = (): void => {
-    if (evicted === 0) return
+    if (evicted === 0 || performance.now() - evictionsSaid < 60_000) return
     log.warn({ event: 'rate_limit_evictions', evicted, maxKeys: config.rateLimit.maxKeys }, 'rate limiter full: forgot the least protective keys')
     evicted = 0
     evictionsSaid = performance.now()
   }
-  const evictionTimer = setInterval(sayEvictions, 60_000).unref()
+  const evictionTimer = setInterval(sayEvictions, 10_000).unref()
   const limiter = createRateLimiter({
     maxKeys: config.rateLimit.maxKeys,
     now,
     onEvict: (n) => {
       metrics.limiterEvicted(n)
       evicted += n
-      if (performance.now() - evictionsSaid >= 60_000) sayEvictions()
+      sayEvictions()
     },
   })
   const devices = createDeviceCookies(await store.ensureDeviceKey(newDeviceKey))
