@@ -26,8 +26,11 @@ import * as races from './cases/refresh-races.mjs'
 import * as hygiene from './cases/log-hygiene.mjs'
 import * as audit from './cases/audit.mjs'
 import * as junk from './cases/junk.mjs'
+import * as lockout from './cases/lockout.mjs'
+import * as limiterFill from './cases/limiter-fill.mjs'
+import * as longEmail from './cases/long-email.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, junk, hygiene, audit]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({
@@ -79,7 +82,8 @@ watchdog.unref()
 const results = []
 const say = (msg) => process.stderr.write(`  · ${msg}\n`)
 console.log(`authd stress (${args.scale} scale), ${new Date().toISOString()}, node ${process.version}, ${availableParallelism()} cores`)
-for (const [i, c] of CASES.entries()) {
+// log hygiene reads the logs of every case before it: it runs last, whatever its number
+for (const [i, c] of [...CASES.entries()].sort(([, a], [, b]) => Number(a === hygiene) - Number(b === hygiene))) {
   if (only !== null && !only.has(c.id)) continue
   const t0 = performance.now()
   const cpu0 = cpuSnapshot()

@@ -193,6 +193,17 @@ export async function main(io: CliIo): Promise<number> {
       }),
     )
 
+  // limits
+  const limits = program.command('limits').description('clear the login rate limits of an email or an address')
+  limits
+    .command('clear')
+    .description('clear the login limits of an email (from every address) or of an IP address, in every running authd within 1 second')
+    .argument('<email|ip>', 'an email address or an IP address')
+    .action(withStore(async (d, c) => {
+        const m = await import('./commands/limits.js')
+        return outcome(await m.limitsClear(d, { target: arg(c) }), m.limitsClearView)
+      }))
+
   program
     .command('smoke')
     .description('against a running daemon: login → me → refresh → me → logout → refresh (must fail); exit 0 only if every step passes')

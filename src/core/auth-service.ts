@@ -3,14 +3,15 @@
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
 import type { Config } from '../config/types.js'
-import type { Store, UserRecord } from '../store/store.js'
+import type { LimitClearTarget, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
+import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
-import { limitKey } from './rate-limiter.js'
+import { Keep, limitKey } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { newUserId } from './users.js'
@@ -21,6 +22,8 @@ export interface ClientContext {
   /** the rate-limiter key of that address (IPv6 per /64) */
   ipKey: string
   userAgent: string
+  /** the device-cookie values the request carried (login and register read them) */
+  devices?: readonly string[]
 }
 
 export interface SignedIn {
@@ -29,6 +32,8 @@ export interface SignedIn {
   expiresIn: number
   refreshToken: string
   sessionId: string
+  /** login and register: the device cookie's new value (this browser, this user) */
+  deviceCookie?: string
 }
 
 export type LoginOutcome = 'success' | 'unknown_user' | 'bad_password' | 'disabled' | 'invalid_input' | 'rate_limited'
@@ -61,6 +66,8 @@ export interface AuthServiceDeps {
   events: AuthEvents
   /** where rate-limit refusals are logged (see refusal-log.ts) */
   refusals: Pick<RefusalLog, 'refused'>
+  /** signs and verifies device cookies */
+  devices: DeviceCookies
 }
 
 export interface AuthService {
@@ -83,9 +90,22 @@ export interface AuthService {
   readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
   logout(token: string | undefined, body: Record<string, unknown>, client: ClientContext): Promise<void>
+  /**
+   * Forgets the login limits of an email (login.per_email, and login.per_ip_email from every
+   * address) or of an address (login.per_ip and its login.per_ip_email): `authctl limits clear`.
+   * Returns how many limiter keys went.
+   */
+  clearLoginLimits(target: LimitClearTarget): number
 }
 
 const BEARER = /^bearer +(\S+)\s*$/i
+
+/**
+ * An email longer than this as sent (UTF-16 units) cannot be a stored one (those are at most 254
+ * bytes): it is treated as an unknown email without being canonicalised, since NFKC can make a
+ * string 18 times longer (U+FDFA) and a body may hold 16 KB of them.
+ */
+export const MAX_EMAIL_INPUT = 1024
 
 /**
  * Sessions whose record and user /me remembers, with the store's change counter they were read
@@ -117,7 +137,7 @@ function credentials(body: Record<string, unknown>): { email: string; password: 
 }
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {
-  const { config, store, hasher, tokens, limiter, log, events, refusals } = deps
+  const { config, store, hasher, tokens, limiter, log, events, refusals, devices } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
 
@@ -148,6 +168,26 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return r
   }
 
+  /**
+   * The device the request's cookie names (the first value that verifies), and whether it names
+   * `userId`. Every value is verified, so the work does not depend on what the cookie holds.
+   */
+  function deviceOf(client: ClientContext, userId: string | undefined): { device: Device | null; ours: boolean } {
+    const values = client.devices ?? []
+    let device: Device | null = null
+    let ours = false
+    if (values.length === 0) devices.verify(undefined)
+    for (const value of values) {
+      const d = devices.verify(value)
+      if (d === null) continue
+      if (!ours && d.userId === userId) {
+        device = d
+        ours = true
+      } else device ??= d
+    }
+    return { device, ours }
+  }
+
   async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
     const now = deps.now()
     const refreshToken = newRefreshToken()
@@ -171,6 +211,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
   }
 
+  /** resets `key`; 1 if it was held */
+  function forget(key: string): number {
+    const before = limiter.size()
+    limiter.reset(key)
+    return before - limiter.size()
+  }
+
   function loginRefused(retryAfterS: number, limit: string, client: ClientContext): { retryAfterS: number } {
     events.login('rate_limited')
     events.rateLimited(limit)
@@ -179,7 +226,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
 
   function admitLogin(client: ClientContext): { retryAfterS: number } | undefined {
-    const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp }])
+    const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }])
     return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
   }
 
@@ -205,18 +252,32 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         log.info({ event: 'login', outcome: 'invalid_input', ip: client.ip }, 'login rejected')
         throw new AppError('CREDENTIALS_REQUIRED')
       }
-      const email = canonicalEmail(input.email)
+      // an email too long to be a stored one is not canonicalised (NFKC can grow it 18-fold): it
+      // is an unknown email, hashed against the dummy and counted like one (under its own key)
+      const storable = input.email.length <= MAX_EMAIL_INPUT
+      const email = storable ? canonicalEmail(input.email) : input.email
+      const user = storable && mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
+      // A valid device cookie of this email's user: this browser signed in as them before, so the
+      // attempt is counted per device instead of per email, and an attacker who spends the
+      // email's budget does not lock the user out of their own browser (README, "Rate limits").
+      const { device, ours } = deviceOf(client, user?.id)
       // Counted before the hash, atomically, as a failure until proven otherwise: fifty
       // concurrent guesses against a limit of five run exactly five hashes.
       const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
       const attempt = limiter.consume([
         { key: ipEmailKey, rule: rl.login.perIpEmail },
-        { key: limitKey('login_email', email), rule: rl.login.perEmail },
+        ours
+          ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
+          : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
       ])
       if (!attempt.ok) {
         // named after the limit that refused it (the first without room)
         const refused =
-          attempt.blockedBy === 0 ? loginRefused(attempt.retryAfterS, 'login.per_ip_email', client) : loginRefused(attempt.retryAfterS, 'login.per_email', client)
+          attempt.blockedBy === 0
+            ? loginRefused(attempt.retryAfterS, 'login.per_ip_email', client)
+            : ours
+              ? loginRefused(attempt.retryAfterS, 'login.per_device', client)
+              : loginRefused(attempt.retryAfterS, 'login.per_email', client)
         throw new AppError('TOO_MANY_LOGINS', refused)
       }
       // a login the hash queue turns away (503 Server busy) checked nothing: not a failed attempt
@@ -225,7 +286,6 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw err
       }
 
-      const user = mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
       if (user === undefined) {
         // the dummy hash makes an unknown email cost what a wrong password costs (under the
         // stored hashes' parameters, in their proportions, fixed per email: passwords.ts)
@@ -255,6 +315,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         }
       }
       const signedIn = await startSession(user, client)
+      // the same device id when this browser already had one, whoever it named
+      signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
       events.login('success')
       log.info({ event: 'login', outcome: 'success', ip: client.ip, userId: user.id, sessionId: signedIn.sessionId }, 'login succeeded')
       return signedIn
@@ -265,19 +327,15 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('disabled')
         throw new AppError('REGISTRATION_DISABLED')
       }
-      const allowed = limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp }])
-      if (!allowed.ok) {
-        events.register('rate_limited')
-        events.rateLimited('register.per_ip')
-        refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
-        throw new AppError('TOO_MANY_REGISTRATIONS', { retryAfterS: allowed.retryAfterS })
-      }
+      // A malformed request is answered before anything is counted (README, "Rate limits"):
+      // checking it costs less than counting it, and it must not take a limiter key.
       const input = credentials(body)
       if (input === null) {
         events.register('invalid')
         throw new AppError('CREDENTIALS_REQUIRED')
       }
-      const email = registrableEmail(input.email)
+      // far longer than 254 bytes however NFKC treats it: refused before canonicalising
+      const email = input.email.length <= MAX_EMAIL_INPUT ? registrableEmail(input.email) : null
       if (email === null) {
         events.register('invalid')
         throw new AppError('INVALID_EMAIL')
@@ -287,6 +345,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       } catch (err) {
         events.register('invalid')
         throw err
+      }
+      const allowed = limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp, keep: Keep.ADDRESS }])
+      if (!allowed.ok) {
+        events.register('rate_limited')
+        events.rateLimited('register.per_ip')
+        refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
+        throw new AppError('TOO_MANY_REGISTRATIONS', { retryAfterS: allowed.retryAfterS })
       }
       if (store.getUserByEmail(email) !== undefined) {
         events.register('conflict')
@@ -309,7 +374,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
-      return startSession(user, client)
+      const signedIn = await startSession(user, client)
+      signedIn.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
+      return signedIn
     },
 
     get sessionsRemembered() {
@@ -337,12 +404,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     },
 
     async refresh(token, client) {
-      const allowed = limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp }])
-      if (!allowed.ok) {
-        events.refresh('rate_limited')
-        events.rateLimited('refresh.per_ip')
-        throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
-      }
+      // no cookie, or not one of ours: answered before anything is counted, so cookie-less
+      // requests (from any number of addresses) take no limiter key
       if (token === undefined || token === '') {
         events.refresh('missing')
         throw new AppError('REFRESH_REQUIRED')
@@ -350,6 +413,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       if (!REFRESH_TOKEN.test(token)) {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
+      }
+      const allowed = limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
+      if (!allowed.ok) {
+        events.refresh('rate_limited')
+        events.rateLimited('refresh.per_ip')
+        throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
       }
       const now = deps.now()
       const hash = hashToken(token)
@@ -374,6 +443,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const { token: accessToken, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: outcome.session.id })
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
       return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
+    },
+
+    clearLoginLimits(target) {
+      if ('email' in target) {
+        return forget(limitKey('login_email', target.email)) + limiter.resetByPart('login_ip_email', 1, target.email)
+      }
+      return forget(limitKey('login_ip', target.ipKey)) + limiter.resetByPart('login_ip_email', 0, target.ipKey)
     },
 
     async logout(token, body, client) {

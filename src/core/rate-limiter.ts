@@ -1,9 +1,20 @@
+import { createHash } from 'node:crypto'
 import type { RateRule } from '../config/types.js'
+
+/**
+ * How much a key protects, which decides what a full limiter forgets first (README, "Rate
+ * limits"): `ADDRESS` keys (a client address) are forgotten first while they hold one event,
+ * `ACCOUNT` keys (the failures of an email) last, everything else in between.
+ */
+export const Keep = { ADDRESS: 0, PAIR: 1, ACCOUNT: 2 } as const
+export type Keep = (typeof Keep)[keyof typeof Keep]
 
 /** One counter to charge: `key` (see {@link limitKey}) under `rule`. */
 export interface RateEntry {
   key: string
   rule: RateRule
+  /** default `Keep.PAIR` */
+  keep?: Keep
 }
 
 /** Opaque receipt of a successful consume; pass it to `release` to un-count those events. */
@@ -12,22 +23,27 @@ export interface ConsumeToken {
 }
 
 /**
- * A refusal says which entry had no room (`blockedBy`, its index; the first such one) or -1 when
- * every entry had room but the limiter could not hold a new key (`maxKeys`).
+ * A refusal says which entry had no room (`blockedBy`, its index; the first such one). A full
+ * limiter never refuses: it forgets other keys instead (see `RateLimiterOptions.maxKeys`).
  */
 export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number; blockedBy: number }
 
 export interface RateLimiter {
   /**
-   * Atomically counts one event on every entry, or on none: if any entry has no room (or a new
-   * key cannot be held), nothing is counted and `retryAfterS` (whole seconds, ≥ 1) says when
-   * the last blocked entry will have room again.
+   * Atomically counts one event on every entry, or on none: if any entry has no room, nothing is
+   * counted and `retryAfterS` (whole seconds, ≥ 1) says when the last blocked entry will have
+   * room again.
    */
   consume(entries: ReadonlyArray<RateEntry>): ConsumeResult
   /** Un-counts exactly the events the consume behind `token` added, if still present. Idempotent. */
   release(token: ConsumeToken): void
   /** Forgets `key` under every rule. */
   reset(key: string): void
+  /**
+   * Forgets every key of `axis` whose part number `index` is `part` (as given to limitKey), under
+   * every rule; returns how many. A scan of every key held: for an admin's rare request only.
+   */
+  resetByPart(axis: string, index: number, part: string): number
   /** Drops every key whose window has fully expired; returns how many. Meant for an idle timer. */
   prune(): number
   /** Number of keys held. */
@@ -35,8 +51,14 @@ export interface RateLimiter {
 }
 
 export interface RateLimiterOptions {
-  /** At most this many keys are held (all windows together). */
+  /**
+   * At most this many keys are held (all windows together). When a new key would pass it, expired
+   * keys go first, then live ones: the least protective first (see {@link Keep}), the oldest of
+   * each kind first. A request is never refused because the limiter is full.
+   */
   maxKeys: number
+  /** told how many live keys were just forgotten to make room (metrics, a warning) */
+  onEvict?: (count: number) => void
   /**
    * Milliseconds; should be monotonic (e.g. `() => performance.now()`). If it steps back, the
    * limiter holds its time still until the clock catches up, so its ordering stays valid.
@@ -46,20 +68,24 @@ export interface RateLimiterOptions {
 
 const AXIS = /^[A-Za-z0-9_.-]+$/
 
+/** one part of a key: the first 128 bits of its SHA-256, base64url (22 characters) */
+const partHash = (part: string): string => createHash('sha256').update(part, 'utf8').digest().toString('base64url', 0, 16)
+
 /**
- * Builds a limiter key: `axis:part1|part2…`, e.g. `login.ip_email:1.2.3.4|a@b.c`.
- * The axis may not contain `:` or `|`, and `\` and `|` inside parts are backslash-escaped, so two
- * different (axis, parts) never give the same key (emails may contain `|` and `:`).
+ * Builds a limiter key: `axis:h1|h2…`, each part replaced by a hash of it (22 characters), e.g.
+ * `login_ip_email:<hash of the address>|<hash of the email>`. Every key is small and of one size
+ * whatever the request held (a 16 KB email is 22 characters here), and two different (axis,
+ * parts) never meet: the axis may not contain `:` or `|`, and the hashes contain neither.
  */
 export function limitKey(axis: string, ...parts: string[]): string {
   if (!AXIS.test(axis)) throw new Error(`invalid rate limit axis: ${JSON.stringify(axis)}`)
-  let key = axis + ':'
+  // built by join, which makes one flat string: `+=` would leave a rope of small strings per key
+  const pieces = [axis, ':']
   for (let i = 0; i < parts.length; i++) {
-    const part = parts[i]
-    if (i > 0) key += '|'
-    key += part.includes('|') || part.includes('\\') ? part.replace(/[\\|]/g, '\\$&') : part
+    if (i > 0) pieces.push('|')
+    pieces.push(partHash(parts[i]!))
   }
-  return key
+  return pieces.join('')
 }
 
 /** One key's sliding log under one window length, linked into that window's expiry list. */
@@ -68,25 +94,39 @@ class Node {
   times: number[]
   prev: Node | null = null
   next: Node | null = null
+  /** the list of its window it is in (see listOf) */
+  list = 0
   constructor(
     readonly key: string,
     at: number,
+    readonly keep: Keep,
   ) {
     this.times = [at]
   }
 }
 
+interface List {
+  head: Node | null
+  tail: Node | null
+}
+
+/** Lists per window: 0 an address seen once, 1 the rest, 2 the failures of an email. */
+const LISTS = 3
+
+/** the list a key belongs in now, by what it protects and how often it was seen */
+const listOf = (n: Node): number => (n.keep === Keep.ADDRESS ? (n.times.length <= 1 ? 0 : 1) : n.keep)
+
 /**
- * All keys counted under one window length. The list is kept in order of each key's latest
- * event (a touched key moves to the tail), and with one window length that is also expiry
- * order: the head is always the next key to expire, so dropping expired keys is popping the
- * head — O(1) per key, never a scan.
+ * All keys counted under one window length, in three lists by what they protect (listOf). Each
+ * list is kept in order of each key's latest event (a touched key moves to the tail), and with
+ * one window length that is also expiry order: each head is its list's next key to expire, so
+ * dropping expired keys, or forgetting the oldest live ones, is popping heads — O(1) per key,
+ * never a scan.
  */
 interface Window {
   ms: number
   keys: Map<string, Node>
-  head: Node | null
-  tail: Node | null
+  lists: List[]
 }
 
 interface Counted {
@@ -98,7 +138,7 @@ interface Counted {
 /** Expired keys dropped per consume: more than any consume can add, so memory falls back with traffic. */
 const SWEEP_CHUNK = 32
 
-export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLimiter {
+export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions): RateLimiter {
   // Keyed by window length: a key under two rules of different lengths is two counters.
   const windows = new Map<number, Window>()
   const issued = new WeakMap<ConsumeToken, Counted[]>()
@@ -114,25 +154,28 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
   function windowOf(ms: number): Window {
     let w = windows.get(ms)
     if (w === undefined) {
-      w = { ms, keys: new Map(), head: null, tail: null }
+      w = { ms, keys: new Map(), lists: Array.from({ length: LISTS }, () => ({ head: null, tail: null })) }
       windows.set(ms, w)
     }
     return w
   }
 
   function unlink(w: Window, n: Node): void {
-    if (n.prev === null) w.head = n.next
+    const l = w.lists[n.list]!
+    if (n.prev === null) l.head = n.next
     else n.prev.next = n.next
-    if (n.next === null) w.tail = n.prev
+    if (n.next === null) l.tail = n.prev
     else n.next.prev = n.prev
     n.prev = n.next = null
   }
 
   function append(w: Window, n: Node): void {
-    n.prev = w.tail
-    if (w.tail === null) w.head = n
-    else w.tail.next = n
-    w.tail = n
+    n.list = listOf(n)
+    const l = w.lists[n.list]!
+    n.prev = l.tail
+    if (l.tail === null) l.head = n
+    else l.tail.next = n
+    l.tail = n
   }
 
   function drop(w: Window, n: Node): void {
@@ -149,9 +192,33 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
   function sweep(t: number, limit: number): number {
     let dropped = 0
     for (const w of windows.values()) {
-      while (dropped < limit && w.head !== null && expiresAt(w, w.head) <= t) {
-        drop(w, w.head)
-        dropped++
+      for (const l of w.lists) {
+        while (dropped < limit && l.head !== null && expiresAt(w, l.head) <= t) {
+          drop(w, l.head)
+          dropped++
+        }
+      }
+    }
+    return dropped
+  }
+
+  /**
+   * Forgets `count` live keys, none of `spare`: the least protective list first, across windows,
+   * and the oldest (latest event longest ago) of each list first. Returns how many.
+   */
+  function evict(count: number, spare: ReadonlySet<Node>): number {
+    let dropped = 0
+    for (let list = 0; list < LISTS && dropped < count; list++) {
+      for (const w of windows.values()) {
+        let n = w.lists[list]!.head
+        while (dropped < count && n !== null) {
+          const next = n.next
+          if (!spare.has(n)) {
+            drop(w, n)
+            dropped++
+          }
+          n = next
+        }
       }
     }
     return dropped
@@ -173,14 +240,9 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
   function consume(entries: ReadonlyArray<RateEntry>): ConsumeResult {
     const t = clock()
     sweep(t, SWEEP_CHUNK)
-    // Make room before looking anything up: a key dropped here was expired, so it simply
-    // becomes a new key below and nothing counted is lost.
-    if (held + entries.length > maxKeys) sweep(t, held + entries.length - maxKeys)
-
     let blocked = false
     let blockedBy = -1
     let waitMs = 0
-    let newKeys = 0
     for (let i = 0; i < entries.length; i++) {
       const { key, rule } = entries[i]
       const w = windowOf(rule.windowMs)
@@ -190,7 +252,6 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
         if (entries[j].key === key && entries[j].rule.windowMs === rule.windowMs) earlier++
       }
       const n = w.keys.get(key)
-      if (n === undefined && earlier === 0) newKeys++
       const inWindow = n === undefined ? 0 : live(w, n, t)
       const over = inWindow + earlier - rule.count // ≥ 0: this many events must expire first
       if (over >= 0) {
@@ -200,27 +261,34 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
       }
     }
 
-    if (held + newKeys > maxKeys) {
-      // Full of live keys: refuse rather than evict. Evicting a live key would let anyone reset
-      // someone else's counter (say, the failed logins against one account) by flooding new keys.
-      // The sweep above left only live heads, and each head is its window's next to expire.
-      let earliest = Infinity
-      for (const w of windows.values()) {
-        if (w.head !== null) earliest = Math.min(earliest, expiresAt(w, w.head))
-      }
-      // nothing held at all (maxKeys below this call's own new keys): a window is the honest wait
-      if (earliest === Infinity) earliest = t + Math.max(...entries.map((e) => e.rule.windowMs))
-      blocked = true
-      waitMs = Math.max(waitMs, earliest - t)
-    }
     if (blocked) return { ok: false, retryAfterS: toSeconds(waitMs), blockedBy }
 
+    // Make room for the keys this call adds: expired keys first (nothing counted is lost), then,
+    // when every key held is live, the ones that protect least. A full limiter never refuses:
+    // refusing would let whoever fills it (new addresses are cheap behind a proxy) lock everyone
+    // else out. Only a call that counts makes room; the keys it names are spared (an expired one
+    // may go: it is new below).
+    if (held + entries.length > maxKeys) {
+      const named = new Set<Node>()
+      const fresh = new Set<string>()
+      for (const { key, rule } of entries) {
+        const n = windows.get(rule.windowMs)?.keys.get(key)
+        if (n !== undefined) named.add(n)
+        else fresh.add(`${rule.windowMs} ${key}`)
+      }
+      const need = held + fresh.size - maxKeys
+      if (need > 0) {
+        const forgotten = evict(need - sweep(t, need), named)
+        if (forgotten > 0) onEvict?.(forgotten)
+      }
+    }
+
     const counted: Counted[] = []
-    for (const { key, rule } of entries) {
+    for (const { key, rule, keep } of entries) {
       const w = windowOf(rule.windowMs)
       let n = w.keys.get(key)
       if (n === undefined) {
-        n = new Node(key, t)
+        n = new Node(key, t, keep ?? Keep.PAIR)
         w.keys.set(key, n)
         held++
       } else {
@@ -258,10 +326,26 @@ export function createRateLimiter({ maxKeys, now }: RateLimiterOptions): RateLim
     }
   }
 
+  function resetByPart(axis: string, index: number, part: string): number {
+    const prefix = axis + ':'
+    const h = partHash(part)
+    let n = 0
+    for (const w of windows.values()) {
+      for (const node of [...w.keys.values()]) {
+        if (node.key.startsWith(prefix) && node.key.slice(prefix.length).split('|')[index] === h) {
+          drop(w, node)
+          n++
+        }
+      }
+    }
+    return n
+  }
+
   return {
     consume,
     release,
     reset,
+    resetByPart,
     prune: () => sweep(clock(), Infinity),
     size: () => held,
   }

@@ -7,6 +7,8 @@ import type { DestinationStream, Logger } from 'pino'
 import type { Config } from '../config/types.js'
 import { createAccessTokens } from '../core/access-tokens.js'
 import { createAuthService, type AuthService } from '../core/auth-service.js'
+import { createDeviceCookies, newDeviceKey } from '../core/device-cookies.js'
+import { watchLimitClears } from '../core/limit-clears.js'
 import { createKeyring, generateKey, type Keyring } from '../core/keys.js'
 import { createLogger, requestLineWriter } from '../core/logger.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
@@ -75,11 +77,31 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     }),
     createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
   ])
-  const limiter = createRateLimiter({ maxKeys: config.rateLimit.maxKeys, now })
   const metrics = createMetrics({ processMetrics: opts.processMetrics })
+  // a full limiter forgets keys rather than refuse anyone: counted, and said at warn at most
+  // once a minute (at once after a quiet minute, else with the count gathered since)
+  let evicted = 0
+  let evictionsSaid = -Infinity
+  const sayEvictions = (): void => {
+    if (evicted === 0 || performance.now() - evictionsSaid < 60_000) return
+    log.warn({ event: 'rate_limit_evictions', evicted, maxKeys: config.rateLimit.maxKeys }, 'rate limiter full: forgot the least protective keys')
+    evicted = 0
+    evictionsSaid = performance.now()
+  }
+  const evictionTimer = setInterval(sayEvictions, 10_000).unref()
+  const limiter = createRateLimiter({
+    maxKeys: config.rateLimit.maxKeys,
+    now,
+    onEvict: (n) => {
+      metrics.limiterEvicted(n)
+      evicted += n
+      sayEvictions()
+    },
+  })
+  const devices = createDeviceCookies(await store.ensureDeviceKey(newDeviceKey))
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
-  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals, devices })
   let ready = true
   let closing: Promise<void> | undefined
   const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: () => ready })
@@ -88,6 +110,15 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const sweepTimer = setInterval(() => {
     sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
   }, 10 * 60_000).unref()
+  // authctl limits clear, from any process on this store
+  const limitClears = watchLimitClears({
+    store,
+    apply: (target) => {
+      const keys = auth.clearLoginLimits(target)
+      log.info({ event: 'limits_cleared', target: 'email' in target ? 'email' : target.ipKey, keys }, 'login limits cleared by authctl')
+    },
+    onError: (err) => log.error({ err }, 'reading limit-clear requests failed'),
+  })
   return {
     config,
     store,
@@ -107,6 +138,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
         ready = false
         clearInterval(pruneTimer)
         clearInterval(sweepTimer)
+        clearInterval(evictionTimer)
+        limitClears.stop()
         refusals.close()
         if (opts.store === undefined) await store.close()
       })()),

@@ -13,6 +13,7 @@ import { readJsonBody } from './body.js'
 import { createClientIp, type ClientIp, type ClientIpResolver } from './client-ip.js'
 import { createRefreshCookie } from './cookies.js'
 import { createOriginPolicy } from './cors.js'
+import { createDeviceCookie } from './device-cookie.js'
 import type { Metrics } from './metrics.js'
 import type { RefusalLog } from '../core/refusal-log.js'
 
@@ -86,6 +87,7 @@ export function createApp(deps: AppDeps): Handler {
   const { config, auth, keyring, metrics, log } = deps
   const requestLog: RequestLog = deps.requestLog ?? ((reqId, method, route, status, ms) => log.info({ reqId, method, route, status, ms }, 'request'))
   const cookie = createRefreshCookie(config)
+  const device = createDeviceCookie(config)
   const origins = createOriginPolicy(config)
   const clientIpOf = clientIpMemo(createClientIp(config.server.trustProxy, { unixSocket: config.server.socket !== null }))
   const bodyLimit = config.server.bodyLimit
@@ -157,8 +159,10 @@ export function createApp(deps: AppDeps): Handler {
       x,
       status,
       { accessToken: s.accessToken, tokenType: 'Bearer', expiresIn: s.expiresIn, user: s.user },
-      { 'set-cookie': cookie.set(s.refreshToken) },
+      { 'set-cookie': s.deviceCookie === undefined ? cookie.set(s.refreshToken) : [cookie.set(s.refreshToken), device.set(s.deviceCookie)] },
     )
+  /** the client, with the device cookies its request carried (login, register) */
+  const withDevices = (x: Exchange): ClientContext => ({ ...x.client(), devices: device.read(x.req.headers.cookie) })
 
   // cookie endpoints refuse foreign browser origins before touching anything
   const checkOrigin = (x: Exchange): void => {
@@ -180,14 +184,14 @@ export function createApp(deps: AppDeps): Handler {
         // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
         const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
-        return auth.login(body, client, true).then((s) => signedIn(x, 200, s))
+        return auth.login(body, withDevices(x), true).then((s) => signedIn(x, 200, s))
       },
     },
     '/api/auth/register': {
       POST: async (x) => {
         checkOrigin(x)
         const body = await readJsonBody(x.req, bodyLimit)
-        signedIn(x, 201, await auth.register(body, x.client()))
+        signedIn(x, 201, await auth.register(body, withDevices(x)))
       },
     },
     '/api/auth/refresh': {

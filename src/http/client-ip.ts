@@ -64,6 +64,15 @@ function view(addr: Address): ClientIp {
 }
 
 /**
+ * The rate-limiter key of an address as an admin types it (`authctl limits clear 2001:db8::1`):
+ * the same form requests from it are counted under, or null when it is not an address.
+ */
+export function addressKey(text: string): string | null {
+  const addr = parseAddress(text)
+  return addr === null ? null : view(addr).key
+}
+
+/**
  * Returns the resolver of the client address (CONTRACT 5), with `trustProxy` (CIDRs, or bare
  * addresses meaning one host) parsed once here. Throws on an invalid entry.
  *

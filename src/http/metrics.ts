@@ -6,7 +6,7 @@
  * numbers and hand prom-client the values only when scraped. prom-client's own metrics hash and
  * validate their labels on every observation, which was a tenth of the time of a /me.
  */
-import { Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
 import type { AuthEvents, LoginOutcome } from '../core/auth-service.js'
 
 export interface Metrics {
@@ -14,6 +14,8 @@ export interface Metrics {
   events: AuthEvents
   /** one finished request */
   observe(route: string, method: string, status: number, seconds: number): void
+  /** live rate-limiter keys forgotten to make room (a full limiter) */
+  limiterEvicted(count: number): void
 }
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -157,6 +159,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
   const limited = counter('authd_rate_limited_total', 'Requests refused by a rate limit, by limit', 'limit')
   const duration = new RequestHistogram('authd_http_request_duration_seconds', 'HTTP request durations by route')
   registry.registerMetric(duration as never)
+  const evictions = new Counter({ name: 'authd_rate_limit_evictions_total', help: 'Live rate-limiter keys forgotten because rate_limit.max_keys was reached', registers: [registry] })
   return {
     registry,
     events: {
@@ -167,5 +170,6 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
       rateLimited: (l) => limited.inc(l),
     },
     observe: (route, method, status, seconds) => duration.observe(route, method, status, seconds),
+    limiterEvicted: (n) => evictions.inc(n),
   }
 }

@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, type KeyRecord, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { hashParamsKey, type KeyRecord, type LimitClear, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -16,6 +16,8 @@ import { migrate, SCHEMA_VERSION } from './migrations.js'
 const REFRESH_HISTORY = 32
 // LMDB refuses keys over 1978 bytes (and throws synchronously); emails are checked well below
 const MAX_KEY_BYTES = 1000
+/** limit-clear requests kept: a daemon polls every few hundred ms, so only the newest matter */
+const LIMIT_CLEARS_KEPT = 64
 
 type Key = string | (string | number)[]
 
@@ -421,6 +423,31 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     // read when the change counter moved (a key revoked by authctl counts at once): kept cheap
     keysVersion: () => (readMeta('keys_version') as number | undefined) ?? 0,
     changes,
+
+    async ensureDeviceKey(create) {
+      const stored = meta.get('device_key') as string | undefined
+      if (stored !== undefined) return stored
+      return write(() => {
+        const again = meta.get('device_key') as string | undefined
+        if (again !== undefined) return again
+        const key = create()
+        meta.put('device_key', key)
+        return key
+      })
+    },
+    addLimitClear: (target, at) =>
+      write(() => {
+        const kept = (meta.get('limit_clears') as LimitClear[] | undefined) ?? []
+        const seq = (kept.at(-1)?.seq ?? 0) + 1
+        meta.put('limit_clears', [...kept.slice(-(LIMIT_CLEARS_KEPT - 1)), { seq, target, at }])
+        meta.put('limit_clear_seq', seq)
+        return seq
+      }),
+    limitClearsAfter(after) {
+      // a number read (as changes() is) unless there is something new
+      if (((readMeta('limit_clear_seq') as number | undefined) ?? 0) <= after) return []
+      return ((meta.get('limit_clears') as LimitClear[] | undefined) ?? []).filter((c) => c.seq > after)
+    },
 
     schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
 

@@ -85,6 +85,19 @@ export function hashParamsKey(encoded: string): string {
   return parts.length >= 4 ? parts.slice(0, -2).join('$') : ''
 }
 
+/**
+ * An admin's request that every running daemon forget the login limits of an email (canonical)
+ * or of a client address (its rate-limiter form: IPv6 as its /64), `authctl limits clear`.
+ */
+export type LimitClearTarget = { email: string } | { ipKey: string }
+
+export interface LimitClear {
+  /** increases by one with every request */
+  seq: number
+  target: LimitClearTarget
+  at: number
+}
+
 /** What a refresh attempt found, decided inside the write transaction. */
 export type RefreshDecision<T> =
   | { action: 'rotate'; session: SessionRecord; result: T }
@@ -156,6 +169,17 @@ export interface Store {
    * this process: the daemon polls it on every /me.
    */
   changes(): number
+
+  // rate limits and device cookies
+  /**
+   * The key that signs device cookies: the one stored, else `create()`'s, stored in the same
+   * transaction (so two processes starting at once never make two).
+   */
+  ensureDeviceKey(create: () => string): Promise<string>
+  /** records a request to clear login limits (the newest few are kept); resolves to its seq */
+  addLimitClear(target: LimitClearTarget, at: number): Promise<number>
+  /** the kept requests with a seq above `after`, oldest first; one cheap read, fit to poll */
+  limitClearsAfter(after: number): LimitClear[]
 
   // meta
   schemaVersion(): number

@@ -1,7 +1,8 @@
 /**
  * Case 3 — the rate limiter. Atomic under concurrency; a bound on the password verifications one
  * account can be made to run per hour; bounded memory under a flood of distinct keys; a 429 that
- * costs no hash while the box is busy; and distributed stuffing (one attempt per account, a few
+ * costs no hash while the box is busy (a full limiter forgets keys, never refuses for room); and
+ * distributed stuffing (one attempt per account, a few
  * per address, under every limit) visible in metrics and logs.
  */
 import { execFile } from 'node:child_process'
@@ -156,7 +157,8 @@ export async function run({ scale, dir, say }) {
     extra.stuffing = { statuses, counted, lines: lines.length, ips: ips.size, users: users.size }
   }
 
-  // (c) a flood of distinct keys (refreshes from distinct forwarded addresses): memory stays bounded
+  // (c) a flood of distinct keys (malformed logins from distinct forwarded addresses, each counted
+  // on login.per_ip): memory stays bounded, and a full limiter forgets keys rather than refuse
   {
     const keysDir = join(dir, 'keys-data')
     mkdirSync(keysDir, { recursive: true })
@@ -174,7 +176,7 @@ export async function run({ scale, dir, say }) {
     const warm = new RawConnection(k.port)
     await warm.ready
     // (few keys: 2 000 requests over 20 addresses, so the warm-up leaves the limiter nearly empty)
-    for (let i = 0; i < (scale === 'full' ? 2000 : 200); i++) await warm.send(refreshFrom(`192.168.0.${i % 20}`))
+    for (let i = 0; i < (scale === 'full' ? 2000 : 200); i++) await warm.send(junkLoginFrom(`192.168.0.${i % 20}`))
     warm.close()
     await sleep(300)
     const rssBefore = k.rss()
@@ -189,7 +191,7 @@ export async function run({ scale, dir, say }) {
         const share = Math.ceil(cfg.keys / conns)
         for (let start = c * share; start < Math.min(cfg.keys, (c + 1) * share) && performance.now() - t0 < 300_000; start += depth) {
           const batch = []
-          for (let i = start; i < Math.min(start + depth, (c + 1) * share, cfg.keys); i++) batch.push(conn.send(refreshFrom(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)))
+          for (let i = start; i < Math.min(start + depth, (c + 1) * share, cfg.keys); i++) batch.push(conn.send(junkLoginFrom(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)))
           for (const r of await Promise.all(batch)) statuses[r.status] = (statuses[r.status] ?? 0) + 1
         }
         conn.close()
@@ -201,27 +203,29 @@ export async function run({ scale, dir, say }) {
     if (measureHeap) await collectGarbage(k, keysDir)
     const heapAfter = metric(await scrape(k.url), 'authd_nodejs_heap_size_used_bytes')
     const sent = Object.values(statuses).reduce((a, b) => a + b, 0)
-    // Each 401 (no cookie) is a request the limiter counted, each under a new key, and the
-    // warm-up used 20 keys; a 429 added none. A limiter that evicted live keys to make room
-    // would answer more than max_keys of these 401s.
-    const held = (statuses[401] ?? 0) + 20
+    const evicted = metric(await scrape(k.url), 'authd_rate_limit_evictions_total')
+    // Each 400 is a request the limiter counted under a new key, and the warm-up used 20 keys;
+    // what it forgot to make room is counted. A limiter that refused when full would answer 429.
+    const held = (statuses[400] ?? 0) + 20 - evicted
     const healthy = (await request(k.url, 'GET', '/healthz')).status
     await k.stop()
-    say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; live heap ${mb(heapBefore)} → ${mb(heapAfter)} MB; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
+    say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; ${evicted} forgotten; live heap ${mb(heapBefore)} → ${mb(heapAfter)} MB; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
     figures.push(
       check('distinct keys', sent, '>=', cfg.keys),
       check('keys held', held, '<=', maxKeys),
+      check('refused for room', statuses[429] ?? 0, '=', 0),
       // what the keys hold: the live heap after a full collection (RSS also carries V8's headroom)
       measureHeap ? check('keys memory', mb(heapAfter - heapBefore), '<=', 64, 'MB') : info('heap growth (not collected)', mb(heapAfter - heapBefore), 'MB'),
       info('RSS growth', mb(rssAfter - rssBefore), 'MB'),
       check('healthz after', healthy, '=', 200),
     )
-    extra.keys = { statuses, held, seconds, rssBefore, rssAfter, heapBefore, heapAfter }
+    extra.keys = { statuses, held, evicted, seconds, rssBefore, rssAfter, heapBefore, heapAfter }
   }
 
   return { figures, extra }
 }
 
-function refreshFrom(ip) {
-  return `POST /api/auth/refresh HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: ${ip}\r\nContent-Length: 0\r\n\r\n`
+/** a login without credentials: counted on login.per_ip (a key per address), answered 400 */
+function junkLoginFrom(ip) {
+  return `POST /api/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-For: ${ip}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
 }

@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import v8 from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { RateRule } from '../../src/config/types.js'
-import { createRateLimiter, limitKey, type ConsumeResult } from '../../src/core/rate-limiter.js'
+import { createRateLimiter, Keep, limitKey, type ConsumeResult } from '../../src/core/rate-limiter.js'
 
 const rule = (count: number, windowMs: number): RateRule => ({ count, windowMs, text: `${count}/${windowMs}ms` })
 
@@ -113,8 +113,9 @@ t.test('edge cases answer with a full window rather than never', async (t) => {
   const { limiter } = setup(1)
   const r1 = rule(1, 30_000)
   t.equal(retry(limiter.consume([{ key: 'k', rule: r1 }, { key: 'k', rule: r1 }])), 30, 'two events can never fit a limit of 1')
-  t.equal(retry(limiter.consume([{ key: 'a', rule: r1 }, { key: 'b', rule: r1 }])), 30, 'two new keys can never fit maxKeys 1')
   t.equal(limiter.size(), 0)
+  t.ok(limiter.consume([{ key: 'a', rule: r1 }, { key: 'b', rule: r1 }]).ok, 'two new keys beyond maxKeys 1 are still counted: never refused for room')
+  t.equal(limiter.size(), 2)
 })
 
 t.test('a key emptied by a refused call is still dropped later', async (t) => {
@@ -212,35 +213,87 @@ t.test('fifty concurrent consumes of one key with limit 5: exactly five pass', a
   t.equal(results.filter((r) => !r.ok).length, 45)
 })
 
-t.test('maxKeys: full of live keys refuses a new key and keeps counting the held ones', async (t) => {
-  const { clock, limiter } = setup(3)
+t.test('maxKeys: a full limiter never refuses: it forgets the oldest live key, and counts what it forgot', async (t) => {
+  const clock = fakeClock()
+  let evicted = 0
+  const limiter = createRateLimiter({ maxKeys: 3, now: clock.now, onEvict: (n) => (evicted += n) })
   const r2 = rule(2, 60_000)
   for (const key of ['a', 'b', 'c']) {
     t.ok(limiter.consume([{ key, rule: r2 }]).ok)
     clock.advance(1000)
   }
-  const refused = limiter.consume([{ key: 'd', rule: r2 }])
-  t.equal(retry(refused), 57, "refused until the earliest live key ('a', at 0 s) expires at 60 s")
-  t.match(refused, { ok: false, blockedBy: -1 }, 'no entry was out of room: the limiter was')
+  t.ok(limiter.consume([{ key: 'd', rule: r2 }]).ok, 'a new key is counted')
   t.equal(limiter.size(), 3)
-  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok, 'held keys still count')
-  t.notOk(limiter.consume([{ key: 'a', rule: r2 }]).ok, "and 'a' was not evicted: its first event still counts")
-  t.notOk(limiter.consume([{ key: 'b', rule: r2 }, { key: 'e', rule: r2 }]).ok, 'a call with one new key is refused whole')
-  t.ok(limiter.consume([{ key: 'b', rule: r2 }]).ok, "…and counted nothing on 'b'")
+  t.equal(evicted, 1)
+  t.ok(limiter.consume([{ key: 'b', rule: r2 }]).ok, "'b' kept its event…")
+  t.notOk(limiter.consume([{ key: 'b', rule: r2 }]).ok, '…so its limit of 2 is reached')
+  t.equal(evicted, 1, 'a call on held keys forgets nothing')
+  t.ok(limiter.consume([{ key: 'a', rule: r2 }]).ok, "'a' (the oldest) was forgotten: a fresh window")
+  t.equal(evicted, 2)
 })
 
-t.test('maxKeys: expired keys are dropped first to make room', async (t) => {
-  const { clock, limiter } = setup(3)
+t.test('maxKeys: a refused call forgets nothing to make room', async (t) => {
+  const { limiter } = setup(2)
+  const r1 = rule(1, 60_000)
+  t.ok(limiter.consume([{ key: 'a', rule: r1 }]).ok)
+  t.ok(limiter.consume([{ key: 'b', rule: r1 }]).ok)
+  t.notOk(limiter.consume([{ key: 'a', rule: r1 }, { key: 'new', rule: r1 }]).ok)
+  t.notOk(limiter.consume([{ key: 'b', rule: r1 }]).ok, "'b' is still held")
+})
+
+t.test('maxKeys: expired keys are dropped before any live key', async (t) => {
+  const clock = fakeClock()
+  let evicted = 0
+  const limiter = createRateLimiter({ maxKeys: 3, now: clock.now, onEvict: (n) => (evicted += n) })
   const short = rule(1, 1000)
   const long = rule(1, 60_000)
+  t.ok(limiter.consume([{ key: 'live1', rule: long }]).ok)
   t.ok(limiter.consume([{ key: 'old', rule: short }]).ok)
-  t.ok(limiter.consume([{ key: 'live1', rule: long }, { key: 'live2', rule: long }]).ok)
-  t.notOk(limiter.consume([{ key: 'new', rule: long }]).ok, 'full, nothing expired yet')
+  t.ok(limiter.consume([{ key: 'live2', rule: long }]).ok)
   clock.advance(1000)
   t.ok(limiter.consume([{ key: 'new', rule: long }]).ok, "'old' expired and made room")
   t.equal(limiter.size(), 3)
+  t.equal(evicted, 0, 'dropping an expired key is not an eviction')
   t.notOk(limiter.consume([{ key: 'live1', rule: long }]).ok, 'the live keys were kept')
   t.notOk(limiter.consume([{ key: 'live2', rule: long }]).ok)
+})
+
+t.test('maxKeys: an address seen once is forgotten first, the failures of an email last', async (t) => {
+  const { clock, limiter } = setup(4)
+  const r = rule(10, 60_000)
+  const add = (key: string, keep: Keep) => t.ok(limiter.consume([{ key, rule: r, keep }]).ok, `${key} counted`)
+  // a key still held refuses a limit of one; the second entry, which never has room, makes every
+  // probe a refusal, so probing changes nothing
+  const held = (key: string) => {
+    const r = limiter.consume([{ key, rule: rule(1, 60_000) }, { key: 'probe', rule: rule(0, 60_000) }])
+    return !r.ok && r.blockedBy === 0
+  }
+  add('email', Keep.ACCOUNT) // the oldest of all
+  clock.advance(1000)
+  add('pair', Keep.PAIR)
+  clock.advance(1000)
+  add('busy-ip', Keep.ADDRESS)
+  add('busy-ip', Keep.ADDRESS) // seen twice: kept like a pair
+  clock.advance(1000)
+  add('once-ip', Keep.ADDRESS) // the newest, but seen once
+  // a flood of new addresses churns among the addresses seen once
+  for (let i = 0; i < 100; i++) add(`flood-${i}`, Keep.ADDRESS)
+  t.equal(limiter.size(), 4)
+  t.ok(held('pair') && held('busy-ip') && held('email'), 'the flood forgot only addresses seen once')
+  t.notOk(held('once-ip'), "'once-ip' went first, although it was newer than the others")
+  // then the middle kind, oldest first; the email's failures last of all
+  clock.advance(1000)
+  add('p1', Keep.PAIR)
+  add('p2', Keep.PAIR)
+  t.notOk(held('pair'), "'pair' (older than 'busy-ip') went next")
+  t.ok(held('busy-ip') && held('email'))
+  add('p3', Keep.PAIR)
+  add('p4', Keep.PAIR)
+  t.ok(held('email'), "the email's failures are kept while anything else can go")
+  for (const e of ['e2', 'e3', 'e4']) add(e, Keep.ACCOUNT)
+  t.ok(held('email'), 'other emails make room from the rest first')
+  add('e5', Keep.ACCOUNT)
+  t.notOk(held('email'), 'and only when nothing else is left does the oldest email go')
 })
 
 t.test('a key touched later expires later (the list follows the latest event)', async (t) => {
@@ -294,13 +347,36 @@ t.test('a clock that steps back does not free or reorder anything', async (t) =>
 })
 
 t.test('limitKey keeps axes and parts apart', async (t) => {
-  t.equal(limitKey('login.ip_email', '1.2.3.4', 'a@b.c'), 'login.ip_email:1.2.3.4|a@b.c')
-  t.equal(limitKey('refresh.ip', '2001:db8::/64'), 'refresh.ip:2001:db8::/64')
+  t.match(limitKey('login.ip_email', '1.2.3.4', 'a@b.c'), /^login\.ip_email:[A-Za-z0-9_-]{22}\|[A-Za-z0-9_-]{22}$/)
+  t.match(limitKey('refresh.ip', '2001:db8::/64'), /^refresh\.ip:[A-Za-z0-9_-]{22}$/)
+  t.equal(limitKey('x', 'a@b.c'), limitKey('x', 'a@b.c'), 'the same parts, the same key')
   t.not(limitKey('x', 'a|b', 'c'), limitKey('x', 'a', 'b|c'), '| inside a part is escaped')
   t.not(limitKey('x', 'a\\', '|b'), limitKey('x', 'a\\|', 'b'), 'and so is the escape character')
   t.not(limitKey('x', 'a', 'b'), limitKey('x', 'a|b'))
   t.throws(() => limitKey('login:ip', 'x'), 'an axis with ":" could collide with another axis plus a part')
   t.throws(() => limitKey('', 'x'))
+})
+
+t.test('limitKey is of one small size whatever the parts hold (a 16 KB email was a 98 000-character key)', async (t) => {
+  const huge = '\ufdfa'.repeat(5400).normalize('NFKC') + '@example.com'
+  t.ok(huge.length > 90_000)
+  const key = limitKey('login_ip_email', '1.2.3.4', huge)
+  t.equal(key.length, limitKey('login_ip_email', '1.2.3.4', 'a@b.c').length)
+  t.ok(key.length < 64, `${key.length} characters`)
+})
+
+t.test('resetByPart forgets the keys of an axis whose given part matches, and no others', async (t) => {
+  const { limiter } = setup()
+  const r = rule(1, 60_000)
+  for (const ip of ['1.1.1.1', '2.2.2.2']) {
+    for (const email of ['a@x.test', 'b@x.test']) limiter.consume([{ key: limitKey('login_ip_email', ip, email), rule: r }])
+  }
+  limiter.consume([{ key: limitKey('login_email', 'a@x.test'), rule: r }])
+  t.equal(limiter.resetByPart('login_ip_email', 1, 'a@x.test'), 2)
+  t.ok(limiter.consume([{ key: limitKey('login_ip_email', '2.2.2.2', 'a@x.test'), rule: r }]).ok, 'cleared')
+  t.notOk(limiter.consume([{ key: limitKey('login_ip_email', '2.2.2.2', 'b@x.test'), rule: r }]).ok, 'another email is kept')
+  t.notOk(limiter.consume([{ key: limitKey('login_email', 'a@x.test'), rule: r }]).ok, 'another axis is kept')
+  t.equal(limiter.resetByPart('login_ip_email', 0, '1.1.1.1'), 1, 'by address: the one left')
 })
 
 t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, and fall back after the window', async (t) => {
@@ -338,7 +414,7 @@ t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, an
 
   const { clock, limiter, refused, grownMB } = fill(100_000, 200_000)
   t.equal(limiter.size(), 100_000, 'never more than maxKeys')
-  t.equal(refused, 100_000, 'the keys beyond maxKeys were refused, not swapped in')
+  t.equal(refused, 0, 'the keys beyond maxKeys were counted, the oldest forgotten for them')
   t.ok(grownMB <= 64, `maxKeys 100 000 after 200 000 keys: ${grownMB.toFixed(1)} MB`)
 
   clock.advance(15 * 60_000)
@@ -346,17 +422,17 @@ t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, an
   t.ok(limiter.size() < 100_000, `traffic after the window drains expired keys (${limiter.size()} left)`)
   limiter.prune()
   t.equal(limiter.size(), 1000, 'prune leaves only the fresh keys')
-  t.ok(limiter.consume([{ key: keyOf(150_000), rule: r }]).ok, 'and a once-refused key is welcome now')
+  t.ok(limiter.consume([{ key: keyOf(150_000), rule: r }]).ok, 'and an old key is welcome again')
 })
 
-t.test('a full limiter stays fast: refusing and sweeping are not scans', async (t) => {
+t.test('a full limiter stays fast: forgetting and sweeping are not scans', async (t) => {
   const { clock, limiter } = setup(100_000)
   const r = rule(1, 60_000)
   for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `k${i}`, rule: r }])
   const start = process.hrtime.bigint()
   for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `new${i}`, rule: r }])
   const refusedMs = Number(process.hrtime.bigint() - start) / 1e6
-  t.ok(refusedMs < 3000, `100 000 refusals against a full map took ${refusedMs.toFixed(0)} ms`)
+  t.ok(refusedMs < 3000, `100 000 new keys against a full map took ${refusedMs.toFixed(0)} ms`)
   clock.advance(60_000)
   const start2 = process.hrtime.bigint()
   for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `next${i}`, rule: r }])

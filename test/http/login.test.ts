@@ -66,7 +66,7 @@ t.test('signs in: 200 with the token, the user, and the refresh cookie with prod
   t.same(r.body.data.user, { id: user.id, email: 'ann@example.com' })
 
   const cookies = setCookies(r)
-  t.equal(cookies.length, 1)
+  t.equal(cookies.length, 2, 'the refresh cookie, then the device cookie (test/http/device-cookie.test.ts)')
   const [nameValue, ...attrs] = cookies[0]!.split('; ')
   t.match(nameValue, /^__Host-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/', 'SameSite=Strict', 'Secure'])

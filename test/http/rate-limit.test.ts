@@ -126,13 +126,16 @@ t.test('a successful login clears the per_ip_email count', async (t) => {
 
 // test/core/rate-limiter.test.ts holds 200 000 keys against the limiter itself (heap measured);
 // this is the same bound seen through the login use-case and over HTTP, at a tenth of the count.
-t.test('limiter memory from the app: 20 000 client IPs stay within max_keys and fall back after the window', async (t) => {
+t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a new client signs in, an email keeps its failures', async (t) => {
   const c = clock()
   // warn: 20 000 'login rejected' lines would only slow the test down
-  const app = await startServer(t, { now: c.now, env: { ...PROXY, AUTHD_RATE_LIMIT_MAX_KEYS: '1000', AUTHD_LOG_LEVEL: 'warn' } })
+  const app = await startServer(t, { now: c.now, env: { ...PROXY, AUTHD_RATE_LIMIT_MAX_KEYS: '1000', AUTHD_LOG_LEVEL: 'warn', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' } })
   await addUser(app, EMAIL, PASSWORD)
+  const victim = 'victim@example.com'
+  await addUser(app, victim, PASSWORD)
+  for (let i = 0; i < 3; i++) t.equal((await login(app, victim, 'wrong-password', `198.51.100.${i}`)).status, 401)
+  t.equal((await login(app, victim, PASSWORD, '198.51.100.9')).status, 429, "the victim email's budget is spent")
   let accepted = 0
-  let refused = 0
   let peak = 0
   for (let i = 0; i < 20_000; i++) {
     const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`
@@ -140,27 +143,61 @@ t.test('limiter memory from the app: 20 000 client IPs stay within max_keys and 
       // an empty body: counted on per_ip, then refused as malformed — no hashing involved
       await app.auth.login({}, { ip, ipKey: ip, userAgent: '' })
     } catch (err) {
-      const code = (err as AppError).code
-      if (code === 'CREDENTIALS_REQUIRED') accepted++
-      else if (code === 'TOO_MANY_LOGINS') refused++
+      if ((err as AppError).code === 'CREDENTIALS_REQUIRED') accepted++
       else throw err
     }
     if (i % 1000 === 0) peak = Math.max(peak, app.limiter.size())
   }
   peak = Math.max(peak, app.limiter.size())
   t.equal(peak, 1000, 'never more keys than max_keys')
-  t.equal(accepted, 1000)
-  t.equal(refused, 19_000, 'new keys are refused while the held ones are live')
+  t.equal(accepted, 20_000, 'no request was refused because the limiter was full')
 
-  const full = await login(app, EMAIL, PASSWORD, '192.0.2.1')
-  t.equal(full.status, 429, 'a new client is refused while the limiter is full of live keys')
-  t.equal(full.headers['retry-after'], '900')
-  const held = await call(app.url, 'POST', '/api/auth/login', { json: {}, headers: { 'x-forwarded-for': '10.0.0.0' } })
-  t.equal(held.status, 400, 'a held client is still counted on its own key (a malformed request is a 400, not refused)')
+  const fresh = await login(app, EMAIL, PASSWORD, '192.0.2.1')
+  t.equal(fresh.status, 200, 'a new client signs in while the limiter is full of live keys')
+  t.equal((await login(app, victim, PASSWORD, '192.0.2.2')).status, 429, "the flood did not wipe the email's failure count")
+  const metrics = await call(app.url, 'GET', '/metrics')
+  const evictions = Number(/^authd_rate_limit_evictions_total (\d+)/m.exec(metrics.text)?.[1])
+  t.ok(evictions >= 19_000, `forgotten keys are counted (${evictions})`)
+  const warned = app.logs.lines.filter((l) => l.event === 'rate_limit_evictions')
+  t.equal(warned.length, 1, 'one warning, not one per eviction')
+  t.equal(warned[0]?.level, 'warn')
 
-  c.advance(15 * 60_000)
-  const after = await login(app, EMAIL, PASSWORD, '192.0.2.1')
-  t.equal(after.status, 200, 'after the window the expired keys make room')
+  c.advance(60 * 60_000)
   app.limiter.prune()
-  t.ok(app.limiter.size() <= 3, `and memory falls back (${app.limiter.size()} keys)`)
+  t.ok(app.limiter.size() <= 3, `memory falls back after the window (${app.limiter.size()} keys)`)
+})
+
+t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, counted, under keys of one small size', async (t) => {
+  const app = await startServer(t, { now: clock().now, env: PROXY })
+  const keys: string[] = []
+  const consume = app.limiter.consume.bind(app.limiter)
+  app.limiter.consume = (entries) => {
+    for (const e of entries) keys.push(e.key)
+    return consume(entries)
+  }
+  // 16 KB of UTF-8 as sent; NFKC would make each U+FDFA 18 characters (a ~98 000-character key)
+  const email = '\ufdfa'.repeat(5400) + '@example.com'
+  const runs = app.hasher.runs
+  for (let i = 0; i < 5; i++) {
+    const r = await login(app, email, 'wrong-password', '198.51.100.1')
+    t.equal(r.status, 401)
+    t.same(r.body, { success: false, message: 'Invalid email or password' })
+  }
+  t.equal(app.hasher.runs - runs, 5, 'the dummy hash ran for each (an unknown email costs what a known one costs)')
+  t.equal((await login(app, email, 'wrong-password', '198.51.100.1')).status, 429, 'and each was counted')
+  const longest = Math.max(...keys.map((k) => k.length))
+  t.ok(longest < 64, `every limiter key is small (the longest: ${longest} characters)`)
+})
+
+t.test('a malformed registration and a cookie-less refresh take no limiter key', async (t) => {
+  const app = await startServer(t, { env: PROXY })
+  const before = app.limiter.size()
+  for (let i = 0; i < 20; i++) {
+    const ip = `10.0.0.${i}`
+    const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'not-an-email', password: PASSWORD }, headers: { 'x-forwarded-for': ip } })
+    t.equal(reg.status, 400)
+    const ref = await call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': ip } })
+    t.equal(ref.status, 401)
+  }
+  t.equal(app.limiter.size(), before)
 })

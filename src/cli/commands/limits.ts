@@ -1,0 +1,34 @@
+/** authctl limits clear: compute only, no printing. */
+import { parseLimitTarget } from '../../core/limit-clears.js'
+import { addressKey } from '../../http/client-ip.js'
+import type { StoreDeps } from '../deps.js'
+import { UsageError } from '../errors.js'
+import type { View } from '../output.js'
+
+export interface LimitsClearedDoc {
+  /** the canonical email, or null */
+  email: string | null
+  /** the address as the limiter counts it (IPv6 as its /64), or null */
+  ip: string | null
+  /** the request's number in the store */
+  seq: number
+}
+
+/**
+ * Records the request in the store; every running authd clears those limits within a second
+ * (it polls the store). Nothing to do without a running daemon: limits live in its memory.
+ */
+export async function limitsClear(deps: StoreDeps, args: { target: string }): Promise<LimitsClearedDoc> {
+  const target = parseLimitTarget(args.target, addressKey)
+  if (target === null) throw new UsageError(`${JSON.stringify(args.target)} is neither an email address nor an IP address.`)
+  const seq = await deps.store.addLimitClear(target, deps.now())
+  return 'email' in target ? { email: target.email, ip: null, seq } : { email: null, ip: target.ipKey, seq }
+}
+
+export const limitsClearView = (d: LimitsClearedDoc): View => ({
+  lines: [
+    d.email !== null
+      ? `Cleared the login limits of ${d.email} (from every address) in every running authd.`
+      : `Cleared the login limits of the address ${d.ip} in every running authd.`,
+  ],
+})

@@ -1,0 +1,53 @@
+/**
+ * `authctl limits clear <email|ip>`: authctl writes the request into the store, and every running
+ * daemon picks it up within a second (README, "Rate limits"). The daemon polls one number in the
+ * store; only when it moved does it read the requests and clear those limiter keys.
+ */
+import type { LimitClearTarget, Store } from '../store/store.js'
+import { canonicalEmail, mayBeStoredEmail } from './email.js'
+
+/** how often a daemon looks for new requests: well inside the promised second */
+export const LIMIT_CLEAR_POLL_MS = 250
+
+export interface LimitClearWatch {
+  stop(): void
+}
+
+/**
+ * Applies every request recorded after this call, `apply` once per request, until stopped.
+ * Requests made before it started are not applied (a starting daemon holds no limits anyway).
+ */
+export function watchLimitClears(opts: {
+  store: Pick<Store, 'limitClearsAfter'>
+  apply: (target: LimitClearTarget) => void
+  onError: (err: unknown) => void
+  intervalMs?: number
+}): LimitClearWatch {
+  let seen = opts.store.limitClearsAfter(0).at(-1)?.seq ?? 0
+  const poll = (): void => {
+    try {
+      for (const c of opts.store.limitClearsAfter(seen)) {
+        seen = c.seq
+        opts.apply(c.target)
+      }
+    } catch (err) {
+      opts.onError(err)
+    }
+  }
+  const timer = setInterval(poll, opts.intervalMs ?? LIMIT_CLEAR_POLL_MS).unref()
+  return { stop: () => clearInterval(timer) }
+}
+
+/**
+ * What the admin named: an IP address (`ipKey` turns it into the limiter's form) or an email
+ * (canonical); null when it is neither.
+ */
+export function parseLimitTarget(text: string, ipKey: (address: string) => string | null): LimitClearTarget | null {
+  const bare = text.trim().replace(/^\[(.*)\]$/, '$1')
+  const key = ipKey(bare)
+  if (key !== null) return { ipKey: key }
+  if (!text.includes('@')) return null
+  // the limits are kept under the canonical form of whatever was tried, registrable or not
+  const email = canonicalEmail(text)
+  return mayBeStoredEmail(email) ? { email } : null
+}
