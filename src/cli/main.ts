@@ -12,6 +12,7 @@ import type { Algorithm } from '../config/types.js'
 import { protectDashedIds } from './argv.js'
 import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
+import { version } from '../version.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
@@ -38,6 +39,7 @@ export async function main(io: CliIo): Promise<number> {
     .option('--data <dir>', 'data directory (store.path)')
     .option('--json', 'print one JSON document on stdout')
     .option('--debug', 'print stack traces of unexpected errors')
+    .version(`authctl ${version()}`, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
       writeOut: io.stdout,
@@ -216,6 +218,14 @@ export async function main(io: CliIo): Promise<number> {
         const m = await import('./commands/backup.js')
         return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
       }))
+
+  program
+    .command('version')
+    .description('print the version')
+    .action(async (...a: unknown[]) => {
+      globals = (a.at(-1) as Command).optsWithGlobals<GlobalOptions>()
+      result = outcome({ version: version() }, (d) => ({ lines: [`authctl ${d.version}`] }))
+    })
 
   program
     .command('tui')

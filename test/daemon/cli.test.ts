@@ -35,6 +35,15 @@ t.test('authd version prints the package version', async (t) => {
   t.equal(r.stderr, '')
 })
 
+t.test('authd --version and -V print the version like authd version (regression: the flag was --version-flag)', async (t) => {
+  for (const flag of ['--version', '-V']) {
+    const r = await authd([flag], { cwd: t.testdir() })
+    t.equal(r.code, 0, flag)
+    t.equal(r.stdout, `authd ${VERSION}\n`, flag)
+    t.equal(r.stderr, '', flag)
+  }
+})
+
 t.test('authd check-config prints the effective values from defaults, file, environment and flags', async (t) => {
   const dir = t.testdir({ 'auth.toml': '[server]\nport = 7000\nbody_limit = "32kb"\n[tokens]\naccess_ttl = "10m"\n' })
   const r = await authd(['check-config', '--data', 'store-here'], { cwd: dir, env: { AUTHD_SERVER_PORT: '9000', AUTHD_RATE_LIMIT_LOGIN_PER_IP: '7/1m' } })
