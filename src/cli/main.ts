@@ -150,11 +150,12 @@ export async function main(io: CliIo): Promise<number> {
       }))
   keys
     .command('rotate')
-    .description('a new key signs from now on; the previous one keeps verifying until its last token expires')
+    .description('a new key is published in the JWKS at once and signs from tokens.key_lead later; the previous one keeps verifying until its last token expires')
     .addOption(new Option('--algorithm <alg>', 'algorithm of the new key (default: tokens.algorithm)').choices(['ES256', 'RS256']))
+    .option('--now', 'the new key signs at once (verifiers that cache the JWKS may not have it yet)')
     .action(withStore(async (d, c) => {
         const m = await keysCmd()
-        return outcome(await m.keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm') }), m.keysRotateView)
+        return outcome(await m.keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm'), now: opt(c, 'now') === true }), m.keysRotateView)
       }))
   keys
     .command('revoke')

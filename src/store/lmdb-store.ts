@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
+import { settleKeys, type KeyRecord, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -355,11 +355,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     rotateKey: (key, now) =>
       durable(
         write(() => {
-          for (const { value } of keys.getRange()) {
-            if (value.state === 'active') keys.put(value.kid, { ...value, state: 'retiring', retiringAt: now })
-          }
-          keys.put(key.kid, { ...key, state: 'active', activatedAt: now })
+          const stored = [...keys.getRange().map(({ value }) => value)]
+          const settled = settleKeys(stored, now)
+          const signing = settled.some((k) => k.state === 'active')
+          const scheduled = key.state === 'next' && key.activatedAt !== null && key.activatedAt > now && signing
+          settled.forEach((k, i) => {
+            if (k.state === 'next') keys.remove(k.kid)
+            else if (k.state === 'active' && !scheduled) keys.put(k.kid, { ...k, state: 'retiring', retiringAt: now })
+            else if (k !== stored[i]) keys.put(k.kid, k)
+          })
+          const added: KeyRecord = scheduled ? key : { ...key, state: 'active', activatedAt: now }
+          keys.put(added.kid, added)
           bumpKeysVersion()
+          return added
         }),
       ),
     ensureActiveKey: (create) =>

@@ -28,9 +28,13 @@ export interface SessionRow {
 export interface KeyRow {
   kid: string
   alg: string
-  /** the effective state now (a retiring key whose tokens have all expired shows as retired) */
-  state: 'active' | 'retiring' | 'retired'
+  /**
+   * the effective state now (a next key whose time has come shows as active, a retiring key
+   * whose tokens have all expired as retired)
+   */
+  state: 'next' | 'active' | 'retiring' | 'retired'
   createdAt: number
+  /** when it started signing; for a next key, when it will */
   activatedAt: number | null
   retiringAt: number | null
   retiredAt: number | null
