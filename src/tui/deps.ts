@@ -90,7 +90,7 @@ export interface TuiDeps {
   /** resolves to how many sessions were revoked */
   revokeUserSessions(userId: string): Promise<number>
 
-  /** a new active key; the previous one moves to retiring */
+  /** as `authctl keys rotate`: the new key, next (signing tokens.key_lead later) unless no key signs */
   rotateKey(): Promise<KeyRow>
   /** rejects with the reason `revokeKey` would refuse (a key that is gone), changing nothing: asked before confirming */
   checkRevokeKey(kid: string): Promise<void>
