@@ -128,9 +128,10 @@ export interface Admin {
    * itself (every daemon derives that from its activation time); with `now` (or when no key
    * signs) it signs at once. The key signing until then turns retiring and keeps verifying
    * until its last token expires. A key still next is replaced. `key` is the new key, `active`
-   * the key that signs now, `retiring` the keys this rotation stopped signing.
+   * the key that signs now, `retiring` the keys this rotation stopped signing, `replaced` the
+   * keys still next that it removed.
    */
-  rotateKey(algorithm?: Algorithm, opts?: { now?: boolean }): Promise<{ key: KeySummary; active: KeySummary; retiring: KeySummary[] }>
+  rotateKey(algorithm?: Algorithm, opts?: { now?: boolean }): Promise<{ key: KeySummary; active: KeySummary; retiring: KeySummary[]; replaced: KeySummary[] }>
   /** the key `revokeKey(kid)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
   checkRevokeKey(kid: string): KeySummary
   /**
@@ -344,7 +345,8 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async rotateKey(algorithm, opts = {}) {
       const at = now()
-      const before = effectiveKeys(at).filter((k) => k.state === 'active')
+      const current = effectiveKeys(at)
+      const before = current.filter((k) => k.state === 'active')
       const fresh = newKey(algorithm, at)
       const lead = opts.now === true ? 0 : t.keyLeadMs
       // published now, signing from `activatedAt` (the store makes it active at once if no key signs)
@@ -356,6 +358,7 @@ export function createAdmin(deps: AdminDeps): Admin {
         key: summaryOf(added.kid, at) ?? keySummary(added),
         active: keySummary(active),
         retiring: keys.filter((k) => k.state === 'retiring' && before.some((b) => b.kid === k.kid)).map(keySummary),
+        replaced: current.filter((k) => k.state === 'next' && !keys.some((x) => x.kid === k.kid)).map(keySummary),
       }
     },
 

@@ -173,6 +173,8 @@ t.test('keys: a rotated key is next for tokens.key_lead, then signs by itself an
   const third = await admin.rotateKey()
   const fourth = await admin.rotateKey()
   t.equal(store.getKey(third.key.kid), undefined, 'the pending key is replaced')
+  t.same(fourth.replaced.map((k) => [k.kid, k.state]), [[third.key.kid, 'next']], 'and said so')
+  t.same(third.replaced, [])
   t.equal(admin.checkRevokeKey(fourth.key.kid).state, 'next')
   t.same(await admin.revokeKey(fourth.key.kid), { revoked: { ...admin.checkRevokeKey(second.key.kid), kid: fourth.key.kid, alg: 'ES256', state: 'next', createdAt: fourth.key.createdAt, activatedAt: fourth.key.activatedAt }, active: null })
   t.equal(store.getKey(fourth.key.kid), undefined)

@@ -79,12 +79,13 @@ t.test('keys rotate publishes a next key that signs tokens.key_lead later; list 
   const rotated = await ctl(['keys', 'rotate', '--json'], { env: { AUTHD_TOKENS_KEY_LEAD: '10m' } })
   t.equal(rotated.code, 0, rotated.stderr)
   const doc = rotated.json()
-  t.match(doc, { key: { kid: KID, alg: 'ES256', state: 'next', retiringAt: null }, active: { kid: first.key.kid, state: 'active' }, retiring: [] })
+  t.match(doc, { key: { kid: KID, alg: 'ES256', state: 'next', retiringAt: null }, active: { kid: first.key.kid, state: 'active' }, retiring: [], replaced: [] })
   t.equal(Date.parse(doc.key.activatedAt) - Date.parse(doc.key.createdAt), 10 * 60_000, 'signs tokens.key_lead after it was made')
 
   const text = await ctl(['keys', 'rotate'])
   t.equal(text.code, 0, text.stderr)
-  const [line1, line2] = text.stdout.trimEnd().split('\n')
+  const [line0, line1, line2] = text.stdout.trimEnd().split('\n')
+  t.equal(line0, `Key ${doc.key.kid} was still next and is replaced: it never signed.`)
   const kid = /^New key (\S+) \(ES256\) is in the JWKS now and signs from \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(tokens\.key_lead\)\.$/.exec(line1!)?.[1]
   t.match(kid, KID)
   t.equal(line2, `Key ${first.key.kid} signs until then, then is retiring: it verifies its tokens until they expire.`)

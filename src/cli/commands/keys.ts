@@ -48,15 +48,18 @@ export interface RotateDoc {
   active: KeyDoc
   /** the keys this rotation stopped signing */
   retiring: KeyDoc[]
+  /** the keys still next that this rotation replaced (they never signed) */
+  replaced: KeyDoc[]
 }
 
 export async function keysRotate(deps: StoreDeps, args: { algorithm?: Algorithm; now?: boolean }): Promise<RotateDoc> {
   const r = await deps.admin.rotateKey(args.algorithm, { now: args.now === true })
-  return { key: keyDoc(r.key), active: keyDoc(r.active), retiring: r.retiring.map(keyDoc) }
+  return { key: keyDoc(r.key), active: keyDoc(r.active), retiring: r.retiring.map(keyDoc), replaced: r.replaced.map(keyDoc) }
 }
 export const keysRotateView = (d: RotateDoc): View => ({
-  lines:
-    d.key.state === 'next'
+  lines: [
+    ...d.replaced.map((k) => `Key ${k.kid} was still next and is replaced: it never signed.`),
+    ...(d.key.state === 'next'
       ? [
           `New key ${d.key.kid} (${d.key.alg}) is in the JWKS now and signs from ${t(d.key.activatedAt)} (tokens.key_lead).`,
           `Key ${d.active.kid} signs until then, then is retiring: it verifies its tokens until they expire.`,
@@ -64,7 +67,8 @@ export const keysRotateView = (d: RotateDoc): View => ({
       : [
           `New active key ${d.key.kid} (${d.key.alg}) signs from now on.`,
           ...d.retiring.map((k) => `Key ${k.kid} is retiring: it verifies tokens until ${t(k.verifiesUntil)}, then retires.`),
-        ],
+        ]),
+  ],
 })
 
 export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
