@@ -289,7 +289,7 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   const e = err as { code?: unknown; name?: unknown; message?: unknown; stack?: unknown }
   const code = typeof e?.code === 'string' ? e.code : ''
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
-  const usage = code === 'CONFIG_INVALID' || code === 'USAGE'
+  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY'
   const deliberate =
     usage || code === 'FAILED' || code === 'DATA_DIR' || code === 'NOT_A_STORE' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
   // an unexpected error says so, in the same single line

@@ -67,8 +67,9 @@ export async function main(io: Io): Promise<number> {
     return code
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    if (err instanceof ConfigError) {
-      io.stderr(`authd: ${err.message}\n`)
+    if (err instanceof ConfigError || (err as { code?: unknown } | null)?.code === 'DATA_DIR_NOT_DIRECTORY') {
+      // (a file where the data directory should be: --data or store.path names the wrong thing)
+      io.stderr(`authd: ${(err as Error).message}\n`)
       return 2
     }
     const debug = io.argv.includes('--debug')

@@ -126,7 +126,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     // a plain sentence instead of node's "EEXIST: file already exists, mkdir '…'"
     const why = directoryProblem(err)
     if (why === undefined) throw err
-    throw new StoreError('DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
+    // a file in the way is a wrong --data / store.path (a config error), the rest a fault of the system
+    const inTheWay = ['EEXIST', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')
+    throw new StoreError(inTheWay ? 'DATA_DIR_NOT_DIRECTORY' : 'DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
   }
   const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
   const users = db<UserRecord>('users')

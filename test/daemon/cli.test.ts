@@ -124,7 +124,7 @@ t.test('authd start with a data directory it cannot use says why in one plain li
   const file = join(dir, 'a-file')
   for (const data of [file, join(file, 'below')]) {
     const r = await authd(['start', '--dev', '--port', '0', '--data', data], { cwd: dir })
-    t.equal(r.code, 1, data)
+    t.equal(r.code, 2, `${data}: a config error (regression: it exited 1, unlike authctl)`)
     t.equal(r.stderr, `authd: cannot use the data directory ${data}: a file is in the way (it must be a directory)\n`)
     t.notMatch(r.stdout, /listening/)
   }
