@@ -67,6 +67,10 @@ export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
 export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): Promise<StoreDeps & { close(): Promise<void> }> {
   const config = await base.config()
   const path = config.store.path
+  if (fileInTheWay(path)) {
+    // the sentence authd gives for it; a usage error: --data or store.path names the wrong thing
+    throw new UsageError(`Cannot use the data directory ${path}: a file is in the way (it must be a directory).`)
+  }
   if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
     throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
   }
@@ -80,5 +84,14 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
     confirm: createConfirm(processPasswordIo()),
     newPassword: (passwordStdin) => readNewPassword({ passwordStdin }),
     close: () => store.close(),
+  }
+}
+
+/** whether `path`, or a directory it would sit in, is a file (not a directory) */
+function fileInTheWay(path: string): boolean {
+  try {
+    return !statSync(path).isDirectory()
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOTDIR'
   }
 }

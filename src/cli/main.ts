@@ -12,6 +12,7 @@ import type { Algorithm } from '../config/types.js'
 import { protectDashedIds } from './argv.js'
 import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
+import { version } from '../version.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
@@ -38,6 +39,7 @@ export async function main(io: CliIo): Promise<number> {
     .option('--data <dir>', 'data directory (store.path)')
     .option('--json', 'print one JSON document on stdout')
     .option('--debug', 'print stack traces of unexpected errors')
+    .version(`authctl ${version()}`, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
       writeOut: io.stdout,
@@ -141,18 +143,19 @@ export async function main(io: CliIo): Promise<number> {
   const keys = program.command('keys').description('list, rotate or revoke the token signing keys')
   keys
     .command('list')
-    .description('kid, algorithm, state, created/activated/retiring/retired times')
+    .description('kid, algorithm, state (next, active, retiring, retired), created/activated/retiring/retired times; a next key\'s activated time is when it starts signing')
     .action(withStore(async (d) => {
         const m = await keysCmd()
         return outcome(await m.keysList(d), m.keysListView)
       }))
   keys
     .command('rotate')
-    .description('a new key signs from now on; the previous one keeps verifying until its last token expires')
+    .description('a new key is published in the JWKS at once and signs from tokens.key_lead later; the previous one keeps verifying until its last token expires')
     .addOption(new Option('--algorithm <alg>', 'algorithm of the new key (default: tokens.algorithm)').choices(['ES256', 'RS256']))
+    .option('--now', 'the new key signs at once (verifiers that cache the JWKS may not have it yet)')
     .action(withStore(async (d, c) => {
         const m = await keysCmd()
-        return outcome(await m.keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm') }), m.keysRotateView)
+        return outcome(await m.keysRotate(d, { algorithm: opt<Algorithm | undefined>(c, 'algorithm'), now: opt(c, 'now') === true }), m.keysRotateView)
       }))
   keys
     .command('revoke')
@@ -229,6 +232,14 @@ export async function main(io: CliIo): Promise<number> {
       }))
 
   program
+    .command('version')
+    .description('print the version')
+    .action(async (...a: unknown[]) => {
+      globals = (a.at(-1) as Command).optsWithGlobals<GlobalOptions>()
+      result = outcome({ version: version() }, (d) => ({ lines: [`authctl ${d.version}`] }))
+    })
+
+  program
     .command('tui')
     .description('the interactive terminal UI: users, sessions, keys and a live smoke test')
     .action(async (...a: unknown[]) => {
@@ -289,7 +300,7 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   const e = err as { code?: unknown; name?: unknown; message?: unknown; stack?: unknown }
   const code = typeof e?.code === 'string' ? e.code : ''
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
-  const usage = code === 'CONFIG_INVALID' || code === 'USAGE'
+  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY'
   const deliberate =
     usage || code === 'FAILED' || code === 'DATA_DIR' || code === 'NOT_A_STORE' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
   // an unexpected error says so, in the same single line

@@ -23,6 +23,8 @@ export interface SmokeStep {
   outcome: 'passed' | 'failed' | 'skipped'
   /** why it failed, one sentence without secrets; null otherwise */
   error: string | null
+  /** the Retry-After header of the answer (a 429 or 503 says when to try again), else null */
+  retryAfter: string | null
 }
 
 export interface SmokeResult {
@@ -63,6 +65,7 @@ interface Reply {
   status: number
   body: Record<string, unknown> | undefined
   setCookies: string[]
+  retryAfter: string | null
 }
 
 /** A failed check inside a step. */
@@ -90,14 +93,27 @@ class Jar {
   }
 }
 
-function describeNetworkError(err: unknown, timeoutMs: number): string {
+/** Why a request to `url` got no answer, naming the URL (the one given, or server.public_url). */
+export function describeNetworkError(err: unknown, timeoutMs: number, url: string): string {
   const e = err as { code?: string; message?: string; cause?: { code?: string } }
   const code = e.code ?? e.cause?.code
-  if (code === 'ECONNREFUSED') return 'connection refused (is authd running at this URL?)'
+  if (code === 'ECONNREFUSED') return `connection refused at ${url} (is authd running at this URL?)`
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return `no response within ${timeoutMs} ms`
-  if (code === 'ENOTFOUND') return 'host not found'
-  return `request failed: ${e.message ?? String(err)}`
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    let host = url
+    try {
+      host = new URL(url).hostname
+    } catch {
+      // the URL was checked before; keep it whole
+    }
+    return `host not found: ${host} (in ${url})`
+  }
+  return `request to ${url} failed: ${e.message ?? String(err)}`
 }
+
+/** ` (Retry-After: 37 s)` for a header in seconds, the header as sent otherwise (an HTTP date) */
+const retryNote = (retryAfter: string | null): string =>
+  retryAfter === null ? '' : ` (Retry-After: ${/^\d+$/.test(retryAfter) ? `${retryAfter} s` : retryAfter})`
 
 /** The smoke steps against `opts.url`. Resolves with every step's result; `ok` only if all passed. */
 export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
@@ -128,7 +144,9 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
       body = undefined
     }
     const sc = res.headers['set-cookie']
-    return { status: res.statusCode, body, setCookies: sc === undefined ? [] : Array.isArray(sc) ? sc : [sc] }
+    const ra = res.headers['retry-after']
+    const retryAfter = ra === undefined ? null : (Array.isArray(ra) ? ra[0] : ra)?.trim() ?? null
+    return { status: res.statusCode, body, setCookies: sc === undefined ? [] : Array.isArray(sc) ? sc : [sc], retryAfter }
   }
   const data = (r: Reply): Record<string, unknown> => {
     const d = r.body?.data
@@ -189,7 +207,7 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
     for (const [i, plan] of PLAN.entries()) {
       const head = { index: i + 1, name: plan.name, method: plan.method, path: plan.path }
       if (failed !== null) {
-        const skipped: SmokeStep = { ...head, expectedStatus: plan.expectedStatus, status: null, ms: 0, outcome: 'skipped', error: null }
+        const skipped: SmokeStep = { ...head, expectedStatus: plan.expectedStatus, status: null, ms: 0, outcome: 'skipped', error: null, retryAfter: null }
         steps.push(skipped)
         opts.onStep?.(skipped)
         continue
@@ -198,15 +216,18 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
       const t0 = performance.now()
       let status: number | null = null
       let error: string | null = null
+      let retryAfter: string | null = null
       try {
         const { reply, check } = await actions[plan.name]()
         status = reply.status
+        retryAfter = reply.retryAfter
         if (reply.status !== plan.expectedStatus) {
           const message = typeof reply.body?.message === 'string' ? `: ${reply.body.message}` : ''
-          error = `expected ${plan.expectedStatus}, got ${reply.status}${message}`
+          // a 429 (or 503) says when the limit lets the smoke user in again
+          error = `expected ${plan.expectedStatus}, got ${reply.status}${message}${retryNote(reply.retryAfter)}`
         } else check(reply)
       } catch (err) {
-        error = err instanceof StepFailure ? err.message : describeNetworkError(err, timeoutMs)
+        error = err instanceof StepFailure ? err.message : describeNetworkError(err, timeoutMs, base)
       }
       const step: SmokeStep = {
         ...head,
@@ -215,6 +236,7 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
         ms: Math.round(performance.now() - t0),
         outcome: error === null ? 'passed' : 'failed',
         error,
+        retryAfter,
       }
       if (error !== null) failed = step
       steps.push(step)

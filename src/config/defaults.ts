@@ -16,7 +16,7 @@ export interface RawConfig {
     socket: string
   }
   store: { path: string }
-  tokens: { algorithm: string; access_ttl: string; issuer: string; audience: string; clock_tolerance: string }
+  tokens: { algorithm: string; access_ttl: string; issuer: string; audience: string; clock_tolerance: string; key_lead: string }
   sessions: { idle_ttl: string; absolute_ttl: string; reuse_grace: string; max_per_user: number }
   cookie: { name: string; secure: boolean; same_site: string; path: string }
   cors: { origins: string[] }
@@ -42,7 +42,7 @@ export function builtInDefaults(options: { dev?: boolean } = {}): RawConfig {
   return {
     server: { host: '127.0.0.1', port: 8080, trust_proxy: [], body_limit: '16kb', socket: '' },
     store: { path: './data' },
-    tokens: { algorithm: 'ES256', access_ttl: '15m', issuer: 'authd', audience: 'authd', clock_tolerance: '5s' },
+    tokens: { algorithm: 'ES256', access_ttl: '15m', issuer: 'authd', audience: 'authd', clock_tolerance: '5s', key_lead: '5m' },
     sessions: { idle_ttl: '7d', absolute_ttl: '30d', reuse_grace: '10s', max_per_user: 50 },
     cookie: {
       // __Host-: Secure, Path=/ and no Domain, so no sibling subdomain can plant a cookie of this name

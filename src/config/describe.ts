@@ -31,6 +31,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       issuer: tokens.issuer,
       audience: tokens.audience,
       clock_tolerance: formatDuration(tokens.clockToleranceMs),
+      key_lead: formatDuration(tokens.keyLeadMs),
     },
     sessions: {
       idle_ttl: formatDuration(sessions.idleTtlMs),

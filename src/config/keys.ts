@@ -15,6 +15,7 @@ export const KEYS = {
   'tokens.issuer': 'string',
   'tokens.audience': 'string',
   'tokens.clock_tolerance': 'duration',
+  'tokens.key_lead': 'duration',
   'sessions.idle_ttl': 'duration',
   'sessions.absolute_ttl': 'duration',
   'sessions.reuse_grace': 'duration',

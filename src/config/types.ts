@@ -30,6 +30,8 @@ export interface Config {
     issuer: string
     audience: string
     clockToleranceMs: number
+    /** how long a rotated-in key is published (next) before it signs */
+    keyLeadMs: number
   }
   sessions: { idleTtlMs: number; absoluteTtlMs: number; reuseGraceMs: number; maxPerUser: number }
   cookie: { name: string; secure: boolean; sameSite: SameSite; path: string }

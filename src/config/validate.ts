@@ -138,6 +138,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
       issuer: string('tokens.issuer'),
       audience: string('tokens.audience'),
       clockToleranceMs: duration('tokens.clock_tolerance', { allowZero: true }),
+      keyLeadMs: duration('tokens.key_lead', { allowZero: true }),
     },
     sessions: {
       idleTtlMs: duration('sessions.idle_ttl'),

@@ -8,7 +8,7 @@
 import type { Algorithm, Config } from '../config/types.js'
 import type { KeyRecord, SessionRecord, Store, UserRecord } from '../store/store.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
-import { effectiveState, generateKey } from './keys.js'
+import { generateKey, keyStates } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import { isLive } from './sessions.js'
@@ -64,9 +64,13 @@ export interface SessionSummary {
 export interface KeySummary {
   kid: string
   alg: Algorithm
-  /** the effective state: a retiring key past its verify window is retired */
+  /**
+   * the effective state: a next key whose time has come is active (and the key it replaced
+   * retiring); a retiring key past its verify window is retired
+   */
   state: KeyRecord['state']
   createdAt: number
+  /** when it started signing; for a next key, when it will */
   activatedAt: number | null
   retiringAt: number | null
   retiredAt: number | null
@@ -117,10 +121,17 @@ export interface Admin {
   revokeUserSessions(userRef: string): Promise<{ user: UserSummary; revoked: number }>
   revokeAllSessions(): Promise<{ revoked: number }>
 
-  /** all keys with their effective state, newest first; records a retiring → retired change it sees */
+  /** all keys with their effective state, newest first; records the changes by time it sees */
   listKeys(): Promise<KeySummary[]>
-  /** a new key signs from now on; the previous active key turns retiring and keeps verifying */
-  rotateKey(algorithm?: Algorithm): Promise<{ active: KeySummary; retiring: KeySummary[] }>
+  /**
+   * A new key, published in the JWKS at once. It is `next` for `tokens.key_lead`, then signs by
+   * itself (every daemon derives that from its activation time); with `now` (or when no key
+   * signs) it signs at once. The key signing until then turns retiring and keeps verifying
+   * until its last token expires. A key still next is replaced. `key` is the new key, `active`
+   * the key that signs now, `retiring` the keys this rotation stopped signing, `replaced` the
+   * keys still next that it removed.
+   */
+  rotateKey(algorithm?: Algorithm, opts?: { now?: boolean }): Promise<{ key: KeySummary; active: KeySummary; retiring: KeySummary[]; replaced: KeySummary[] }>
   /** the key `revokeKey(kid)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
   checkRevokeKey(kid: string): KeySummary
   /**
@@ -191,19 +202,22 @@ export function createAdmin(deps: AdminDeps): Admin {
     ip: s.ip,
     userAgent: s.userAgent,
   })
-  const keySummary = (k: KeyRecord, at: number): KeySummary => {
-    const state = effectiveState(k, at, verifyWindowMs)
-    const windowEnd = k.retiringAt === null ? null : k.retiringAt + verifyWindowMs
-    return {
-      kid: k.kid,
-      alg: k.alg,
-      state,
-      createdAt: k.createdAt,
-      activatedAt: k.activatedAt,
-      retiringAt: k.retiringAt,
-      retiredAt: k.retiredAt ?? (state === 'retired' ? windowEnd : null),
-      verifiesUntil: state === 'retiring' ? windowEnd : null,
-    }
+  /** every key in its effective state at `at` (keyStates) */
+  const effectiveKeys = (at: number): KeyRecord[] => keyStates(store.listKeys(), at, verifyWindowMs)
+  /** `k` as `effectiveKeys` gives it */
+  const keySummary = (k: KeyRecord): KeySummary => ({
+    kid: k.kid,
+    alg: k.alg,
+    state: k.state,
+    createdAt: k.createdAt,
+    activatedAt: k.activatedAt,
+    retiringAt: k.retiringAt,
+    retiredAt: k.retiredAt,
+    verifiesUntil: k.state === 'retiring' && k.retiringAt !== null ? k.retiringAt + verifyWindowMs : null,
+  })
+  const summaryOf = (kid: string, at: number): KeySummary | undefined => {
+    const k = effectiveKeys(at).find((x) => x.kid === kid)
+    return k === undefined ? undefined : keySummary(k)
   }
   const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord): Promise<UserRecord> => {
     const next = await store.updateUser(user.id, change)
@@ -215,8 +229,9 @@ export function createAdmin(deps: AdminDeps): Admin {
     const { policy } = await deps.passwords()
     policy.check(password)
   }
+  /** the key in its effective state now */
   const revocable = (kid: string): KeyRecord => {
-    const key = kid.trim() === '' ? undefined : store.getKey(kid.trim())
+    const key = kid.trim() === '' ? undefined : effectiveKeys(now()).find((k) => k.kid === kid.trim())
     if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
     return key
   }
@@ -320,37 +335,47 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async listKeys() {
       const at = now()
-      const keys = store.listKeys()
+      const stored = new Map(store.listKeys().map((k) => [k.kid, k]))
+      const keys = effectiveKeys(at)
       for (const k of keys) {
-        const s = keySummary(k, at)
-        if (s.state === 'retired' && k.state !== 'retired') {
-          // its last token has expired: record what the daemon already treats as retired
-          await store.putKey({ ...k, state: 'retired', retiredAt: s.retiredAt })
-        }
+        // a next key that signs now, the key it replaced, a retiring key whose last token has
+        // expired: record what every daemon already derives (the same values whoever writes them)
+        if (stored.get(k.kid)?.state !== k.state) await store.putKey(k)
       }
-      return keys.map((k) => keySummary(k, at)).sort((a, b) => b.createdAt - a.createdAt || a.kid.localeCompare(b.kid))
+      return keys.map(keySummary).sort((a, b) => b.createdAt - a.createdAt || a.kid.localeCompare(b.kid))
     },
 
-    async rotateKey(algorithm) {
+    async rotateKey(algorithm, opts = {}) {
       const at = now()
-      const previous = store.listKeys().filter((k) => k.state === 'active')
-      const key = newKey(algorithm, at)
-      await store.rotateKey(key, at)
-      const active = store.getKey(key.kid)!
-      const retiring = previous.map((k) => store.getKey(k.kid)).filter((k): k is KeyRecord => k !== undefined)
-      return { active: keySummary(active, at), retiring: retiring.map((k) => keySummary(k, at)) }
+      const current = effectiveKeys(at)
+      const before = current.filter((k) => k.state === 'active')
+      const fresh = newKey(algorithm, at)
+      const lead = opts.now === true ? 0 : t.keyLeadMs
+      // published now, signing from `activatedAt` (the store makes it active at once if no key signs)
+      const key: KeyRecord = lead > 0 ? { ...fresh, state: 'next', activatedAt: at + lead } : fresh
+      const added = await store.rotateKey(key, at)
+      const keys = effectiveKeys(at)
+      const active = keys.find((k) => k.state === 'active') ?? added
+      return {
+        key: summaryOf(added.kid, at) ?? keySummary(added),
+        active: keySummary(active),
+        retiring: keys.filter((k) => k.state === 'retiring' && before.some((b) => b.kid === k.kid)).map(keySummary),
+        replaced: current.filter((k) => k.state === 'next' && !keys.some((x) => x.kid === k.kid)).map(keySummary),
+      }
     },
 
     checkRevokeKey(kid) {
-      return keySummary(revocable(kid), now())
+      return keySummary(revocable(kid))
     },
 
     async revokeKey(kid, opts = {}) {
       const key = revocable(kid)
       // never leave the daemon without a key to sign with: the active key goes with a replacement
+      // that signs at once (a key still next is replaced by it too)
       let active: KeySummary | null = null
-      if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg)).active
-      const revoked = keySummary(store.getKey(key.kid) ?? key, now())
+      if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg, { now: true })).key
+      // as it stood when asked (not the retiring it turned into for the moment of its replacement)
+      const revoked = keySummary(key)
       await store.deleteKey(key.kid)
       return { revoked, active }
     },

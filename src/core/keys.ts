@@ -4,7 +4,7 @@
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject, type JsonWebKey } from 'node:crypto'
 import type { Algorithm } from '../config/types.js'
-import type { KeyRecord, KeyState, Store } from '../store/store.js'
+import { settleKeys, type KeyRecord, type KeyState, type Store } from '../store/store.js'
 
 export function generateKey(alg: Algorithm, now: number): KeyRecord {
   const pair =
@@ -25,12 +25,28 @@ export function generateKey(alg: Algorithm, now: number): KeyRecord {
 }
 
 /**
- * The state a key is really in at `now`: a retiring key whose every token has expired (it
+ * The keys as they really stand at `now`, derived from their stored times (so every process
+ * agrees without writing): a `next` key whose time has come is active and the key it superseded
+ * retiring from that moment (settleKeys); a retiring key whose every token has expired (it
  * stopped signing more than one access-token lifetime, plus leeway, ago) is retired.
  */
-export function effectiveState(key: KeyRecord, now: number, verifyWindowMs: number): KeyState {
-  if (key.state === 'retiring' && key.retiringAt !== null && now > key.retiringAt + verifyWindowMs) return 'retired'
-  return key.state
+export function keyStates(keys: readonly KeyRecord[], now: number, verifyWindowMs: number): KeyRecord[] {
+  return settleKeys(keys, now).map((k) =>
+    k.state === 'retiring' && k.retiringAt !== null && now > k.retiringAt + verifyWindowMs
+      ? { ...k, state: 'retired', retiredAt: k.retiredAt ?? k.retiringAt + verifyWindowMs }
+      : k,
+  )
+}
+
+/** The next moment at which `keyStates` would answer differently for these keys, or Infinity. */
+export function nextKeyChange(keys: readonly KeyRecord[], verifyWindowMs: number): number {
+  let at = Infinity
+  for (const k of keys) {
+    if (k.state === 'next' && k.activatedAt !== null) at = Math.min(at, k.activatedAt)
+    // retired from the first millisecond past its window
+    if (k.state === 'retiring' && k.retiringAt !== null) at = Math.min(at, k.retiringAt + verifyWindowMs + 1)
+  }
+  return at
 }
 
 export interface LoadedKey {
@@ -46,11 +62,12 @@ export interface Keyring {
   /** the key that signs now */
   signing(): LoadedKey
   /**
-   * A key that may verify tokens now (active or retiring), or undefined. `changes` is the
+   * A key that may verify tokens now (active or retiring, or next: it is published already, and
+   * another instance may start signing with it a moment before this one), or undefined. `changes` is the
    * store's change counter if the caller has just read it (see reload).
    */
   verifying(kid: string, changes?: number): LoadedKey | undefined
-  /** the public keys that verify current tokens */
+  /** the public keys that verify current tokens, and those of keys about to sign (next) */
   jwks(): { keys: LoadedKey['jwk'][] }
   /**
    * Re-reads the store if its keys changed (cheap when they did not): one read of the store's
@@ -71,19 +88,19 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
   let byKid = new Map<string, LoadedKey>()
   let active: LoadedKey | undefined
   let jwks: { keys: LoadedKey['jwk'][] } = { keys: [] }
-  // the earliest moment a retiring key turns retired: state is re-derived then
+  // the earliest moment a key changes state by time alone (next → active, retiring → retired)
   let nextChange = Infinity
 
   const load = (): void => {
     const now = deps.now()
     const next = new Map<string, LoadedKey>()
     let nextActive: LoadedKey | undefined
-    let activatedAt = -Infinity
-    nextChange = Infinity
-    for (const rec of deps.store.listKeys()) {
-      const state = effectiveState(rec, now, deps.verifyWindowMs)
+    const states = keyStates(deps.store.listKeys(), now, deps.verifyWindowMs)
+    // the moment a next key starts signing or a retiring key retires: state is re-derived then
+    nextChange = nextKeyChange(states, deps.verifyWindowMs)
+    for (const rec of states) {
+      const state = rec.state
       if (state === 'retired') continue
-      if (state === 'retiring' && rec.retiringAt !== null) nextChange = Math.min(nextChange, rec.retiringAt + deps.verifyWindowMs)
       const reuse = byKid.get(rec.kid)
       const publicKey = reuse?.publicKey ?? createPublicKey(rec.publicKeyPem)
       const loaded: LoadedKey = {
@@ -95,11 +112,8 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
         jwk: { ...publicKey.export({ format: 'jwk' }), kid: rec.kid, alg: rec.alg, use: 'sig' },
       }
       next.set(rec.kid, loaded)
-      // one key is active at a time; were there ever two, the latest activated signs
-      if (state === 'active' && (nextActive === undefined || (rec.activatedAt ?? 0) > activatedAt)) {
-        nextActive = loaded
-        activatedAt = rec.activatedAt ?? 0
-      }
+      // keyStates leaves exactly one key active (the latest activated)
+      if (state === 'active') nextActive = loaded
     }
     byKid = next
     active = nextActive
@@ -125,10 +139,10 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
     },
     reload(changes = deps.store.changes()) {
       const now = deps.now()
-      if (changes === seenChanges && now <= nextChange) return false
+      if (changes === seenChanges && now < nextChange) return false
       seenChanges = changes
       const v = deps.store.keysVersion()
-      if (v === version && now <= nextChange) return false
+      if (v === version && now < nextChange) return false
       version = v
       load()
       return true

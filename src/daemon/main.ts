@@ -2,7 +2,6 @@
  * The authd command. Reads argv and the environment, sets exit codes, handles signals; everything
  * else is a plain function it calls.
  */
-import { readFileSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { stringify } from 'smol-toml'
 import type { Logger } from 'pino'
@@ -13,9 +12,7 @@ import type { Config } from '../config/types.js'
 import { createLogger } from '../core/logger.js'
 import { createServices } from './services.js'
 import { listen } from './server.js'
-
-export const version = (): string =>
-  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version
+import { version } from '../version.js'
 
 interface Io {
   argv: string[]
@@ -30,7 +27,7 @@ export async function main(io: Io): Promise<number> {
   let code = 0
   const program = new Command('authd')
     .description('authd: a small self-hosted authentication daemon')
-    .version(version(), '-V, --version-flag', 'print the version')
+    .version(`authd ${version()}`, '-V, --version', 'print the version')
     .option('--debug', 'print stack traces of unexpected errors')
     .exitOverride()
     .configureOutput({
@@ -70,8 +67,9 @@ export async function main(io: Io): Promise<number> {
     return code
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    if (err instanceof ConfigError) {
-      io.stderr(`authd: ${err.message}\n`)
+    if (err instanceof ConfigError || (err as { code?: unknown } | null)?.code === 'DATA_DIR_NOT_DIRECTORY') {
+      // (a file where the data directory should be: --data or store.path names the wrong thing)
+      io.stderr(`authd: ${(err as Error).message}\n`)
       return 2
     }
     const debug = io.argv.includes('--debug')

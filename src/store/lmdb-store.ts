@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, type KeyRecord, type LimitClear, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -144,7 +144,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     // a plain sentence instead of node's "EEXIST: file already exists, mkdir '…'"
     const why = directoryProblem(err)
     if (why === undefined) throw err
-    throw new StoreError('DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
+    // a file in the way is a wrong --data / store.path (a config error), the rest a fault of the system
+    const inTheWay = ['EEXIST', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')
+    throw new StoreError(inTheWay ? 'DATA_DIR_NOT_DIRECTORY' : 'DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
   }
   const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
   const users = db<UserRecord>('users')
@@ -396,11 +398,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     rotateKey: (key, now) =>
       durable(
         write(() => {
-          for (const { value } of keys.getRange()) {
-            if (value.state === 'active') keys.put(value.kid, { ...value, state: 'retiring', retiringAt: now })
-          }
-          keys.put(key.kid, { ...key, state: 'active', activatedAt: now })
+          const stored = [...keys.getRange().map(({ value }) => value)]
+          const settled = settleKeys(stored, now)
+          const signing = settled.some((k) => k.state === 'active')
+          const scheduled = key.state === 'next' && key.activatedAt !== null && key.activatedAt > now && signing
+          settled.forEach((k, i) => {
+            if (k.state === 'next') keys.remove(k.kid)
+            else if (k.state === 'active' && !scheduled) keys.put(k.kid, { ...k, state: 'retiring', retiringAt: now })
+            else if (k !== stored[i]) keys.put(k.kid, k)
+          })
+          const added: KeyRecord = scheduled ? key : { ...key, state: 'active', activatedAt: now }
+          keys.put(added.kid, added)
           bumpKeysVersion()
+          return added
         }),
       ),
     ensureActiveKey: (create) =>

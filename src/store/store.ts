@@ -58,7 +58,11 @@ export interface Rotation {
   sealed: string
 }
 
-export type KeyState = 'active' | 'retiring' | 'retired'
+/**
+ * `next`: published in the JWKS, not signing yet (until `activatedAt`); `active`: signs, one at
+ * a time; `retiring`: no longer signs, verifies until its last token has expired; `retired`.
+ */
+export type KeyState = 'next' | 'active' | 'retiring' | 'retired'
 
 export interface KeyRecord {
   kid: string
@@ -69,6 +73,7 @@ export interface KeyRecord {
   /** SPKI PEM */
   publicKeyPem: string
   createdAt: number
+  /** when it started signing; for a `next` key, when it will */
   activatedAt: number | null
   /** when it stopped signing */
   retiringAt: number | null
@@ -154,8 +159,14 @@ export interface Store {
   listKeys(): KeyRecord[]
   getKey(kid: string): KeyRecord | undefined
   putKey(key: KeyRecord): Promise<void>
-  /** makes `key` the active key and moves the current active one to retiring, atomically */
-  rotateKey(key: KeyRecord, now: number): Promise<void>
+  /**
+   * Adds `key`, atomically with what it changes. A `next` key (its `activatedAt` in the future)
+   * is published and signs from its `activatedAt`, unless no key signs now: then it is active at
+   * once. Any other key is active from `now`, and the key signing until then turns retiring. A
+   * key still `next` is replaced either way (it never signed: no token needs it). Returns the
+   * key as stored.
+   */
+  rotateKey(key: KeyRecord, now: number): Promise<KeyRecord>
   /** creates `key` as the first active key unless some active key already exists */
   ensureActiveKey(create: () => KeyRecord): Promise<KeyRecord>
   deleteKey(kid: string): Promise<boolean>
@@ -189,4 +200,24 @@ export interface Store {
   /** a consistent, compacted copy of the store into `file` */
   backup(file: string): Promise<void>
   close(): Promise<void>
+}
+
+/**
+ * The keys as they stand at `now`, from their stored times alone: a `next` key whose
+ * `activatedAt` has come is active, and each key it superseded is retiring from that moment.
+ * Every process derives the same answer without writing, so two daemons never disagree on which
+ * key signs, and exactly one key signs (the latest activated; ties by kid). Whether a retiring key
+ * is retired depends on the token lifetime: see `keyStates` in core/keys.ts.
+ */
+export function settleKeys(keys: readonly KeyRecord[], now: number): KeyRecord[] {
+  const signers = keys
+    .filter((k) => k.state === 'active' || (k.state === 'next' && k.activatedAt !== null && k.activatedAt <= now))
+    .sort((a, b) => (a.activatedAt ?? 0) - (b.activatedAt ?? 0) || (a.kid < b.kid ? -1 : a.kid > b.kid ? 1 : 0))
+  const settled = new Map<string, KeyRecord>()
+  signers.forEach((k, i) => {
+    const successor = signers[i + 1]
+    if (successor !== undefined) settled.set(k.kid, { ...k, state: 'retiring', retiringAt: successor.activatedAt ?? now })
+    else if (k.state !== 'active') settled.set(k.kid, { ...k, state: 'active' })
+  })
+  return keys.map((k) => settled.get(k.kid) ?? k)
 }

@@ -28,9 +28,13 @@ export interface SessionRow {
 export interface KeyRow {
   kid: string
   alg: string
-  /** the effective state now (a retiring key whose tokens have all expired shows as retired) */
-  state: 'active' | 'retiring' | 'retired'
+  /**
+   * the effective state now (a next key whose time has come shows as active, a retiring key
+   * whose tokens have all expired as retired)
+   */
+  state: 'next' | 'active' | 'retiring' | 'retired'
   createdAt: number
+  /** when it started signing; for a next key, when it will */
   activatedAt: number | null
   retiringAt: number | null
   retiredAt: number | null
@@ -86,7 +90,7 @@ export interface TuiDeps {
   /** resolves to how many sessions were revoked */
   revokeUserSessions(userId: string): Promise<number>
 
-  /** a new active key; the previous one moves to retiring */
+  /** as `authctl keys rotate`: the new key, next (signing tokens.key_lead later) unless no key signs */
   rotateKey(): Promise<KeyRow>
   /** rejects with the reason `revokeKey` would refuse (a key that is gone), changing nothing: asked before confirming */
   checkRevokeKey(kid: string): Promise<void>

@@ -8,8 +8,8 @@ import { selectedIndex, visibleKeys, type State } from './state.js'
 
 const COLUMNS = [18, 7, 10, 18, 18]
 
-/** when the key entered the state it is in */
-const since = (k: KeyRow): number | null => (k.state === 'active' ? k.activatedAt : k.state === 'retiring' ? k.retiringAt : k.retiredAt)
+/** when the key entered the state it is in; for a next key, when it starts signing */
+const since = (k: KeyRow): number | null => (k.state === 'active' || k.state === 'next' ? k.activatedAt : k.state === 'retiring' ? k.retiringAt : k.retiredAt)
 
 export function KeysView(props: { state: State; height: number }) {
   const { state } = props
@@ -29,7 +29,7 @@ export function KeysView(props: { state: State; height: number }) {
             ['algorithm', k.alg],
             ['state', k.state],
             ['created', utc(k.createdAt)],
-            ['activated', utc(k.activatedAt)],
+            [k.state === 'next' ? 'signs from' : 'activated', utc(k.activatedAt)],
             ['retiring', utc(k.retiringAt)],
             ['retired', utc(k.retiredAt)],
           ]}
@@ -47,7 +47,7 @@ export function KeysView(props: { state: State; height: number }) {
       noun="keys"
       empty="No keys: authd creates the first one when it starts; r makes one now."
       loading={state.snapshot === null}
-      heading={<Heading cells={cells(['KID', 'ALG', 'STATE', 'CREATED (UTC)', 'STATE SINCE'])} />}
+      heading={<Heading cells={cells(['KID', 'ALG', 'STATE', 'CREATED (UTC)', 'SINCE / FROM'])} />}
       row={(k, selected) => (
         <Row key={k.kid} selected={selected} cells={cells([k.kid, k.alg, k.state, formatTime(k.createdAt), formatTime(since(k))])} />
       )}

@@ -4,7 +4,7 @@
  * Operations are only described here (State.tasks); the effects hook runs them.
  */
 import type { Snapshot, SmokeStepEvent } from './deps.js'
-import { plural, shortId } from './format.js'
+import { formatTime, plural, shortId } from './format.js'
 import { keyToAction, type KeyPress } from './keymap.js'
 import {
   emptyList,
@@ -407,8 +407,15 @@ function finishTask(state: State, id: number, result: TaskResult): State {
       return done(`Revoked a session of ${task.email}.`)
     case 'revokeUserSessions':
       return done(`Revoked ${plural(result.count ?? 0, 'session')} of ${task.email}.`)
-    case 'rotateKey':
-      return done(result.key === undefined ? 'Rotated the signing key.' : `Rotated: key ${result.key.kid} (${result.key.alg}) signs from now on.`)
+    case 'rotateKey': {
+      const key = result.key
+      if (key === undefined) return done('Rotated the signing key.')
+      const when = key.state === 'next' ? `is in the JWKS and signs from ${formatTime(key.activatedAt)} UTC.` : 'signs from now on.'
+      // show the new key: select it (not the key it replaces)
+      const snapshot = s.snapshot === null ? null : { ...s.snapshot, keys: [...s.snapshot.keys.filter((k) => k.kid !== key.kid), key] }
+      const rotated: State = { ...s, snapshot, notice: { kind: 'info', text: `Rotated: key ${key.kid} (${key.alg}) ${when}` } }
+      return reselect(updateList(rotated, 'keys', { selectedId: key.kid, detail: false }), 'keys')
+    }
     case 'checkRevokeKey':
       return { ...s, confirm: { prompt: task.prompt, task: { kind: 'revokeKey', kid: task.kid } }, notice: null }
     case 'revokeKey':

@@ -84,7 +84,7 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
     },
     revokeUserSessions: async (userId) => (await admin.revokeUserSessions(userId)).revoked,
 
-    rotateKey: async () => keyRow((await admin.rotateKey()).active),
+    rotateKey: async () => keyRow((await admin.rotateKey()).key),
     checkRevokeKey: async (kid) => {
       admin.checkRevokeKey(kid)
     },

@@ -124,14 +124,15 @@ t.test('revoking sessions: one, a user’s, all', async (t) => {
   t.equal(store.listSessions().length, 0)
 })
 
-t.test('keys: rotation, the effective state of a retiring key, and the active key kept', async (t) => {
+t.test('keys: rotation at once, the effective state of a retiring key, and the active key kept', async (t) => {
   const { admin, store, clock } = await setup(t, { AUTHD_TOKENS_ACCESS_TTL: '10m', AUTHD_TOKENS_CLOCK_TOLERANCE: '5s' })
   const window = 10 * MIN + 5000
   const first = await admin.rotateKey()
   t.equal(first.active.state, 'active')
   t.same(first.retiring, [])
   clock.now += 1000
-  const second = await admin.rotateKey('RS256')
+  const second = await admin.rotateKey('RS256', { now: true })
+  t.equal(second.key.kid, second.active.kid, 'with now, the new key is the one signing')
   t.same(second.retiring.map((k) => [k.kid, k.state, k.verifiesUntil]), [[first.active.kid, 'retiring', clock.now + window]])
   t.equal(store.keysVersion() > 0, true)
 
@@ -164,4 +165,54 @@ t.test('keys: rotation, the effective state of a retiring key, and the active ke
   t.equal(swap.revoked.kid, second.active.kid)
   t.equal(swap.active?.alg, 'RS256', 'the replacement keeps the algorithm')
   t.same(store.listKeys().map((k) => [k.kid, k.state]), [[swap.active!.kid, 'active']])
+})
+
+t.test('keys: a rotated key is next for tokens.key_lead, then signs by itself and the old one retires; list records it', async (t) => {
+  const { admin, store, clock } = await setup(t, { AUTHD_TOKENS_ACCESS_TTL: '10m', AUTHD_TOKENS_CLOCK_TOLERANCE: '5s', AUTHD_TOKENS_KEY_LEAD: '2m' })
+  const first = await admin.rotateKey()
+  t.equal(first.key.state, 'active', 'no key signed yet: the first one signs at once')
+  clock.now += 1000
+  const start = clock.now
+  const second = await admin.rotateKey('RS256')
+  t.match(second, { key: { state: 'next', alg: 'RS256', activatedAt: start + 2 * MIN }, active: { kid: first.key.kid, state: 'active' }, retiring: [] })
+  t.same((await admin.listKeys()).map((k) => [k.kid, k.state]), [[second.key.kid, 'next'], [first.key.kid, 'active']])
+
+  clock.now = start + 2 * MIN
+  const version = store.keysVersion()
+  const listed = await admin.listKeys()
+  t.same(listed.map((k) => [k.kid, k.state, k.retiringAt]), [[second.key.kid, 'active', null], [first.key.kid, 'retiring', start + 2 * MIN]])
+  t.equal(listed[1]!.verifiesUntil, start + 2 * MIN + 10 * MIN + 5000)
+  t.same([store.getKey(second.key.kid)?.state, store.getKey(first.key.kid)?.state], ['active', 'retiring'], 'the transition is recorded')
+  t.ok(store.keysVersion() > version)
+
+  // a second scheduled rotation replaces a key still next; revoking a next key needs no replacement
+  const third = await admin.rotateKey()
+  const fourth = await admin.rotateKey()
+  t.equal(store.getKey(third.key.kid), undefined, 'the pending key is replaced')
+  t.same(fourth.replaced.map((k) => [k.kid, k.state]), [[third.key.kid, 'next']], 'and said so')
+  t.same(third.replaced, [])
+  t.equal(admin.checkRevokeKey(fourth.key.kid).state, 'next')
+  t.same(await admin.revokeKey(fourth.key.kid), { revoked: { ...admin.checkRevokeKey(second.key.kid), kid: fourth.key.kid, alg: 'ES256', state: 'next', createdAt: fourth.key.createdAt, activatedAt: fourth.key.activatedAt }, active: null })
+  t.equal(store.getKey(fourth.key.kid), undefined)
+})
+
+t.test('keys: revoking the active key replaces it at once, even while a rotated key is still next', async (t) => {
+  const { admin, store, clock } = await setup(t)
+  const first = await admin.rotateKey()
+  const pending = await admin.rotateKey()
+  t.equal(pending.key.state, 'next')
+  clock.now += 1000
+  const swap = await admin.revokeKey(first.key.kid)
+  t.match(swap, { revoked: { kid: first.key.kid, state: 'active' }, active: { state: 'active', activatedAt: clock.now } })
+  t.equal(store.getKey(pending.key.kid), undefined, 'the pending key is replaced by the one signing now')
+  t.same(store.listKeys().map((k) => [k.kid, k.state]), [[swap.active!.kid, 'active']])
+
+  // the key that signs by time alone (its stored state still next) is the active one: it is replaced too
+  const later = await admin.rotateKey()
+  clock.now += 5 * MIN
+  t.equal(store.getKey(later.key.kid)?.state, 'next', 'not recorded yet')
+  t.equal(admin.checkRevokeKey(later.key.kid).state, 'active')
+  const again = await admin.revokeKey(later.key.kid)
+  t.ok(again.active, 'a replacement was made')
+  t.same(store.listKeys().map((k) => k.state).sort(), ['active', 'retiring'])
 })

@@ -83,18 +83,24 @@ t.test('changes made by authctl take effect in a running daemon within a second'
     t.equal((await refresh(second.jar)).status, 200)
   })
 
-  await t.test('keys rotate: the next login is signed by the new key and old tokens keep verifying; keys revoke ends them', async (t) => {
+  await t.test('keys rotate: the new key is published first, signs by itself once tokens.key_lead has passed, old tokens keep verifying; keys revoke ends them', async (t) => {
     const before = await login('ann@example.com')
     const oldKid = kidOf(before.token)
-    const rotated = (await ctl(['keys', 'rotate', '--json'])).json()
-    t.equal(rotated.retiring[0]?.kid, oldKid)
-    const after = await login('ann@example.com')
-    const newKid = kidOf(after.token)
-    t.equal(newKid, rotated.active.kid, 'the next login is signed with the new key')
-    t.not(newKid, oldKid)
-    t.equal((await me(before.token)).status, 200, 'a token of the retiring key still verifies')
+    // authctl's lead (the daemon reads the activation time from the store, not its own config)
+    const rotated = (await ctl(['keys', 'rotate', '--json'], { env: { AUTHD_TOKENS_KEY_LEAD: '1500ms' } })).json()
+    const newKid = rotated.key.kid as string
+    t.match(rotated, { key: { state: 'next' }, active: { kid: oldKid }, retiring: [] })
     const jwks = await call(daemon.url, 'GET', '/.well-known/jwks.json')
-    t.same(jwks.body.keys.map((k: { kid: string }) => k.kid).sort(), [newKid, oldKid].sort(), 'both keys are published')
+    t.same(jwks.body.keys.map((k: { kid: string }) => k.kid).sort(), [newKid, oldKid].sort(), 'the new key is published at once')
+    const early = await login('ann@example.com')
+    // (a loaded machine may take the lead's whole 1.5 s between the two commands: then it has signed already)
+    if (Date.now() < Date.parse(rotated.key.activatedAt)) t.equal(kidOf(early.token), oldKid, 'the old key signs until the lead has passed')
+    let after = early
+    const switched = await until(async () => kidOf((after = await login('ann@example.com')).token) === newKid, 5000)
+    t.ok(switched >= 0, 'then the new key signs, with no authctl run in between')
+    t.ok(Date.now() >= Date.parse(rotated.key.activatedAt), 'not before its time')
+    t.equal((await me(before.token)).status, 200, 'a token of the retiring key still verifies')
+    t.equal((await me(after.token)).status, 200)
 
     const revoked = await ctl(['keys', 'revoke', oldKid, '--yes'])
     t.equal(revoked.code, 0, revoked.stderr)

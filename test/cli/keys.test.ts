@@ -16,7 +16,7 @@ t.test('keys list, rotate and revoke on a store, in table and JSON forms', async
   const k1 = first.json().active
   t.match(first.json(), { active: { kid: KID, alg: 'ES256', state: 'active', retiringAt: null, verifiesUntil: null }, retiring: [] })
 
-  const second = await ctl(['keys', 'rotate', '--algorithm', 'RS256'])
+  const second = await ctl(['keys', 'rotate', '--algorithm', 'RS256', '--now'])
   t.equal(second.code, 0, second.stderr)
   const [line1, line2] = second.stdout.trimEnd().split('\n')
   const k2kid = /^New active key (\S+) \(RS256\) signs from now on\.$/.exec(line1!)?.[1]
@@ -67,4 +67,36 @@ t.test('keys list, rotate and revoke on a store, in table and JSON forms', async
   const bad = await ctl(['keys', 'rotate', '--algorithm', 'HS256'])
   t.equal(bad.code, 2)
   t.equal(bad.stderr, "authctl: Option '--algorithm <alg>' argument 'HS256' is invalid. Allowed choices are ES256, RS256.\n")
+})
+
+t.test('keys rotate publishes a next key that signs tokens.key_lead later; list shows it and when it starts signing', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: 'correct horse battery\n' })).code, 0)
+  const first = (await ctl(['keys', 'rotate', '--json'])).json()
+  t.match(first, { key: { kid: KID, state: 'active' }, active: { kid: first.key.kid }, retiring: [] }, 'the first key signs at once: no other key could')
+
+  const rotated = await ctl(['keys', 'rotate', '--json'], { env: { AUTHD_TOKENS_KEY_LEAD: '10m' } })
+  t.equal(rotated.code, 0, rotated.stderr)
+  const doc = rotated.json()
+  t.match(doc, { key: { kid: KID, alg: 'ES256', state: 'next', retiringAt: null }, active: { kid: first.key.kid, state: 'active' }, retiring: [], replaced: [] })
+  t.equal(Date.parse(doc.key.activatedAt) - Date.parse(doc.key.createdAt), 10 * 60_000, 'signs tokens.key_lead after it was made')
+
+  const text = await ctl(['keys', 'rotate'])
+  t.equal(text.code, 0, text.stderr)
+  const [line0, line1, line2] = text.stdout.trimEnd().split('\n')
+  t.equal(line0, `Key ${doc.key.kid} was still next and is replaced: it never signed.`)
+  const kid = /^New key (\S+) \(ES256\) is in the JWKS now and signs from \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(tokens\.key_lead\)\.$/.exec(line1!)?.[1]
+  t.match(kid, KID)
+  t.equal(line2, `Key ${first.key.kid} signs until then, then is retiring: it verifies its tokens until they expire.`)
+
+  const listed = (await ctl(['keys', 'list', '--json'])).json().keys
+  t.same(listed.map((k: { kid: string; state: string }) => [k.kid, k.state]), [[kid, 'next'], [first.key.kid, 'active']], 'a rotation replaces a key still next')
+  const rows = (await ctl(['keys', 'list'])).stdout.trimEnd().split('\n')
+  t.match(rows[1], new RegExp(`^${kid} +ES256 +next +\\S+Z +\\S+Z +- +-$`))
+
+  const now = (await ctl(['keys', 'rotate', '--now', '--json'])).json()
+  t.match(now, { key: { state: 'active' }, retiring: [{ kid: first.key.kid, state: 'retiring' }] })
+  t.equal(now.active.kid, now.key.kid, '--now: the new key signs at once')
+  t.same((await ctl(['keys', 'list', '--json'])).json().keys.map((k: { state: string }) => k.state), ['active', 'retiring'])
 })

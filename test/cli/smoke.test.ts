@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { runSmoke, SMOKE_STEP_NAMES, type SmokeStep } from '../../src/cli/smoke-steps.js'
+import { describeNetworkError, runSmoke, SMOKE_STEP_NAMES, type SmokeStep } from '../../src/cli/smoke-steps.js'
 import { spawnDaemon } from '../helpers/app.js'
 import { ctlFor, PASSWORD } from './run.js'
 
@@ -69,7 +69,8 @@ t.test('authctl smoke against a real daemon: passes, fails on a wrong password, 
   t.equal(await daemon.stop(), 0)
   const stopped = await ctl(['smoke', '--url', daemon.url, '--email', 'smoke@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })
   t.equal(stopped.code, 1)
-  t.equal(stopped.stderr, 'authctl: Smoke test failed at step 1 (login): connection refused (is authd running at this URL?).\n')
+  // (regression: the sentence did not say which URL refused)
+  t.equal(stopped.stderr, `authctl: Smoke test failed at step 1 (login): connection refused at ${daemon.url} (is authd running at this URL?).\n`)
   t.match(stopped.json(), { ok: false, failedStep: 'login', steps: [{ name: 'login', status: null, outcome: 'failed' }] })
 
   const badUrl = await ctl(['smoke', '--url', 'ftp://127.0.0.1/', '--email', 'smoke@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
@@ -81,7 +82,7 @@ t.test('authctl smoke against a real daemon: passes, fails on a wrong password, 
 })
 
 /** A daemon double on 127.0.0.1:0 that answers like authd, except where `misbehave` says. */
-async function fakeDaemon(t: Test, misbehave: (path: string, req: IncomingMessage) => [number, object] | undefined) {
+async function fakeDaemon(t: Test, misbehave: (path: string, req: IncomingMessage) => [number, object, Record<string, string>?] | undefined) {
   let n = 0
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume()
@@ -159,4 +160,31 @@ t.test('runSmoke gives up on a silent server after its timeout', async (t) => {
   t.equal(r.failedStep, 'login')
   t.equal(r.steps[0]!.error, 'no response within 300 ms')
   t.ok(performance.now() - started < 3000)
+})
+
+t.test('a 429 shows its Retry-After in the step line, the JSON step and the stderr sentence (regression: it was left out)', async (t) => {
+  const url = await fakeDaemon(t, (p) => (p === '/api/auth/login' ? [429, { success: false, message: 'Too many login attempts' }, { 'retry-after': '37' }] : undefined))
+  const r = await runSmoke({ url, email: 'smoke@example.com', password: 'pw' })
+  t.match(r.steps[0], { status: 429, outcome: 'failed', retryAfter: '37', error: 'expected 200, got 429: Too many login attempts (Retry-After: 37 s)' })
+  t.equal(r.steps[1]!.retryAfter, null)
+
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const line = await ctl(['smoke', '--url', url, '--email', 'smoke@example.com', '--password-stdin'], { input: 'pw\n' })
+  t.equal(line.code, 1)
+  t.match(line.stdout.split('\n')[1], /^FAIL +1 login +POST \/api\/auth\/login +429 +\d+ ms +expected 200, got 429: Too many login attempts \(Retry-After: 37 s\)$/)
+  t.equal(line.stderr, 'authctl: Smoke test failed at step 1 (login): expected 200, got 429: Too many login attempts (Retry-After: 37 s).\n')
+
+  const dated = await fakeDaemon(t, (p) => (p === '/api/auth/refresh' ? [503, { success: false, message: 'Server busy, try again shortly' }, { 'retry-after': 'Wed, 21 Oct 2026 07:28:00 GMT' }] : undefined))
+  const busy = await runSmoke({ url: dated, email: 'smoke@example.com', password: 'pw' })
+  t.equal(busy.steps[2]!.error, 'expected 200, got 503: Server busy, try again shortly (Retry-After: Wed, 21 Oct 2026 07:28:00 GMT)')
+})
+
+t.test('network errors name the URL: host not found, connection refused, anything else', async (t) => {
+  // (no name is looked up here: the errors are those undici gives, as objects)
+  const url = 'https://auth.example.com'
+  t.equal(describeNetworkError(Object.assign(new Error('getaddrinfo ENOTFOUND auth.example.com'), { code: 'ENOTFOUND' }), 5000, url), 'host not found: auth.example.com (in https://auth.example.com)')
+  t.equal(describeNetworkError(Object.assign(new Error('fetch failed'), { cause: { code: 'EAI_AGAIN' } }), 5000, url), 'host not found: auth.example.com (in https://auth.example.com)')
+  t.equal(describeNetworkError({ code: 'ECONNREFUSED' }, 5000, url), 'connection refused at https://auth.example.com (is authd running at this URL?)')
+  t.equal(describeNetworkError(new Error('socket hang up'), 5000, url), 'request to https://auth.example.com failed: socket hang up')
 })

@@ -29,6 +29,12 @@ t.test('authctl --help loads commander and nothing heavy', async (t) => {
   for (const p of HEAVY) t.notOk(packages.has(p), `--help does not load ${p}`)
 })
 
+t.test('authctl version loads commander and nothing heavy', async (t) => {
+  const { code, packages } = await modulesOf(t, ['version'])
+  t.equal(code, 0)
+  for (const p of HEAVY) t.notOk(packages.has(p), `version does not load ${p}`)
+})
+
 t.test('user list loads LMDB but not argon2, undici or Ink', async (t) => {
   const dir = t.testdir()
   const { code, packages } = await modulesOf(t, ['user', 'list', '--data', dir])

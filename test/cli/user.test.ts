@@ -1,6 +1,6 @@
 import t from 'tap'
 import argon2 from 'argon2'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
@@ -201,10 +201,18 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
   t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
 
   writeFileSync(join(dir, 'a-file'), 'x')
-  // user add may create the data directory, so it gets as far as trying
-  const notDir = await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--data', `${dir}/a-file`], { cwd: dir, input: 'a long enough passphrase\n' })
-  t.equal(notDir.code, 1)
-  t.equal(notDir.stderr, `authctl: Cannot use the data directory ${dir}/a-file: a file is in the way (it must be a directory).\n`, 'a known problem: one sentence, no --debug hint')
+  // --data naming a file (or a path below one), for every command, user add (which may create
+  // the directory) included: authd's sentence, exit 2 (regression: the others said there was no
+  // data directory, user add exited 1)
+  for (const data of [`${dir}/a-file`, `${dir}/a-file/below`]) {
+    for (const args of [['user', 'list'], ['keys', 'list', '--json'], ['user', 'add', 'ann@example.com', '--password-stdin']]) {
+      const notDir = await runCtl([...args, '--data', data], { cwd: dir, input: 'a long enough passphrase\n' })
+      t.equal(notDir.code, 2, `${args.join(' ')} --data ${data}`)
+      t.equal(notDir.stderr, `authctl: Cannot use the data directory ${data}: a file is in the way (it must be a directory).\n`, 'one sentence, no --debug hint')
+      t.equal(notDir.stdout, '')
+    }
+  }
+  t.equal(readFileSync(join(dir, 'a-file'), 'utf8'), 'x', 'the file is untouched')
 
   // an unexpected failure: one line, and the stack only with --debug
   const broken = join(dir, 'broken')

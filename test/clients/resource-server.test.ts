@@ -1,7 +1,8 @@
 /**
  * examples/resource-server.mjs as a real client: the example runs as its own process (jose,
  * createRemoteJWKSet against authd's JWKS) in front of a real `authd start`, and keeps verifying
- * across `authctl keys rotate`.
+ * across `authctl keys rotate`: the new key is in the JWKS before it signs, so no token it signs
+ * is ever refused.
  */
 import { execFile, spawn } from 'node:child_process'
 import { createPublicKey } from 'node:crypto'
@@ -17,7 +18,9 @@ import { craft, craftHs256, b64url, decode, signer } from '../helpers/jwt.js'
 import { startAuthd } from './daemon.js'
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/resource-server.mjs', import.meta.url))
-const COOLDOWN_MS = 300
+// the example's cooldown between JWKS fetches, and authctl's tokens.key_lead, longer (as 5 m is than 5 s)
+const COOLDOWN_MS = 4000
+const KEY_LEAD_MS = 5000
 const run = promisify(execFile)
 
 async function startResourceServer(t: Test, authdUrl: string): Promise<{ url: string; stderr: () => string }> {
@@ -55,7 +58,11 @@ const kidOf = (token: string): string => decode(token).header.kid as string
 
 t.test('the example resource server verifies authd tokens offline, refuses forged ones, and keeps verifying across a key rotation', async (t) => {
   const dir = join(t.testdir(), 'data')
-  const authd = await startAuthd(t, dir)
+  // many sign-ins in a row below: the login limits are raised for them
+  const many = '1000/1m'
+  const authd = await startAuthd(t, dir, {
+    env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: many, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: many, AUTHD_RATE_LIMIT_LOGIN_PER_IP: many, AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: many },
+  })
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'rs@example.com', password: 'correct horse battery staple' } })
   t.equal(reg.status, 201)
   const tokenA = reg.body.data.accessToken as string
@@ -104,25 +111,45 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
   }
 
   // Rotation with the real admin command, to the other algorithm (the pin allows both authd's).
+  // The example has just fetched the JWKS (a token naming a kid it has not seen makes it fetch),
+  // so for its cooldown it cannot fetch again: a key that signed at once would fail here
+  // (regression: ERR_JWKS_NO_MATCHING_KEY for the cooldown after every rotation). A key that
+  // is published tokens.key_lead (longer than the cooldown) before it signs never does.
   const kidsBefore = new Set(((await call(authd.url, 'GET', '/.well-known/jwks.json')).body.keys as Array<{ kid: string }>).map((k) => k.kid))
   t.same([...kidsBefore], [keyA.kid])
-  const rotated = await run(process.execPath, [AUTHCTL_BIN, 'keys', 'rotate', '--algorithm', 'RS256', '--data', dir], { timeout: 30_000 })
-  t.equal(rotated.stderr, '', 'authctl keys rotate succeeded')
-  const jwks = (await call(authd.url, 'GET', '/.well-known/jwks.json')).body.keys as Array<{ kid: string; alg: string }>
-  t.equal(jwks.length, 2, 'the JWKS serves the new key and the retiring one at once')
-  const keyB = jwks.find((k) => !kidsBefore.has(k.kid))!
-  t.equal(keyB.alg, 'RS256')
-
-  const login = await call(authd.url, 'POST', '/api/auth/login', { json: { email: 'rs@example.com', password: 'correct horse battery staple' } })
-  const tokenB = login.body.data.accessToken as string
-  t.equal(kidOf(tokenB), keyB.kid, 'authd signs with the new key')
-  t.equal(decode(tokenB).header.alg, 'RS256')
-
-  // the example fetches the JWKS again for the unknown kid once its cooldown since the last fetch is over
   await sleep(COOLDOWN_MS + 100)
-  const afterB = await get(bearer(tokenB))
-  t.equal(afterB.status, 200, 'a token signed by the new key verifies')
-  t.equal(afterB.body.data.claims.sub, user.id)
+  const unknownKid = await get(bearer(craft({ ...header, kid: 'not-a-kid' }, claims, signer(foreign))))
+  t.equal(unknownKid.status, 401, 'an unknown kid: refused, after fetching the JWKS again')
+  const rotated = await run(process.execPath, [AUTHCTL_BIN, 'keys', 'rotate', '--algorithm', 'RS256', '--data', dir, '--json'], {
+    timeout: 30_000,
+    env: { PATH: process.env.PATH, AUTHD_TOKENS_KEY_LEAD: `${KEY_LEAD_MS}ms` },
+  })
+  t.equal(rotated.stderr, '', 'authctl keys rotate succeeded')
+  const keyB = JSON.parse(rotated.stdout).key as { kid: string; alg: string; state: string; activatedAt: string }
+  t.match(keyB, { alg: 'RS256', state: 'next' })
+  const jwks = (await call(authd.url, 'GET', '/.well-known/jwks.json')).body.keys as Array<{ kid: string; alg: string }>
+  t.same(jwks.map((k) => k.kid).sort(), [keyA.kid, keyB.kid].sort(), 'the JWKS serves the new key at once, before it signs')
+
+  // sign in again and again across the switch: every token authd hands out verifies at once
+  const login = async (): Promise<string> =>
+    (await call(authd.url, 'POST', '/api/auth/login', { json: { email: 'rs@example.com', password: 'correct horse battery staple' } })).body.data.accessToken as string
+  const refused: string[] = []
+  const kids: string[] = []
+  let tokenB: string | undefined
+  const until = Date.now() + KEY_LEAD_MS + 8_000
+  for (let i = 0; i < 400 && tokenB === undefined && Date.now() < until; i++) {
+    const token = await login()
+    const r = await get(bearer(token))
+    if (r.status !== 200) refused.push(`${kidOf(token)}: ${r.status}`)
+    if (kids.at(-1) !== kidOf(token)) kids.push(kidOf(token))
+    if (kidOf(token) === keyB.kid) tokenB = token
+    else await sleep(50)
+  }
+  t.same(refused, [], 'no token authd signed was refused by the example')
+  t.same(kids, [keyA.kid, keyB.kid], 'the old key signed until the lead had passed, then the new one')
+  t.ok(tokenB, 'the new key signs by itself')
+  t.equal(decode(tokenB!).header.alg, 'RS256')
+  t.equal(decode(tokenB!).payload.sub, user.id)
   const afterA = await get(bearer(tokenA))
   t.equal(afterA.status, 200, 'a token signed before the rotation still verifies')
 

@@ -32,7 +32,7 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
   t.same(config, {
     server: { host: '127.0.0.1', port: 8080, trustProxy: [], bodyLimit: 16_384, publicUrl: 'http://127.0.0.1:8080', socket: null },
     store: { path: join(cwd, 'data') },
-    tokens: { algorithm: 'ES256', accessTtlMs: 900_000, issuer: 'authd', audience: 'authd', clockToleranceMs: 5_000 },
+    tokens: { algorithm: 'ES256', accessTtlMs: 900_000, issuer: 'authd', audience: 'authd', clockToleranceMs: 5_000, keyLeadMs: 300_000 },
     sessions: { idleTtlMs: 7 * 86_400_000, absoluteTtlMs: 30 * 86_400_000, reuseGraceMs: 10_000, maxPerUser: 50 },
     cookie: { name: '__Host-authd_rt', secure: true, sameSite: 'Strict', path: '/' },
     cors: { origins: [] },
@@ -214,6 +214,7 @@ t.test('each bad value is an error naming the key, the value and its source', as
     [{ AUTHD_TOKENS_ACCESS_TTL: '0s' }, 'tokens.access_ttl must be a duration greater than 0', '"0s"'],
     [{ AUTHD_TOKENS_ISSUER: '' }, 'tokens.issuer', '""'],
     [{ AUTHD_TOKENS_CLOCK_TOLERANCE: '-5s' }, 'tokens.clock_tolerance', '"-5s"'],
+    [{ AUTHD_TOKENS_KEY_LEAD: '5 minutes' }, 'tokens.key_lead', '"5 minutes"'],
     [{ AUTHD_SESSIONS_IDLE_TTL: '0d' }, 'sessions.idle_ttl', '"0d"'],
     [{ AUTHD_SESSIONS_ABSOLUTE_TTL: '1 day' }, 'sessions.absolute_ttl', '"1 day"'],
     [{ AUTHD_SESSIONS_REUSE_GRACE: '1.5s' }, 'sessions.reuse_grace', '"1.5s"'],
@@ -275,6 +276,12 @@ t.test('zero clock tolerance and reuse grace are allowed', async (t) => {
   const { config } = load(t.testdir({}), { env: { AUTHD_TOKENS_CLOCK_TOLERANCE: '0s', AUTHD_SESSIONS_REUSE_GRACE: '0s' } })
   t.equal(config.tokens.clockToleranceMs, 0)
   t.equal(config.sessions.reuseGraceMs, 0)
+})
+
+t.test('tokens.key_lead is a duration, "0s" included (a rotated key then signs at once)', async (t) => {
+  t.equal(load(t.testdir({})).config.tokens.keyLeadMs, 300_000)
+  t.equal(load(t.testdir({ 'auth.toml': '[tokens]\nkey_lead = "30s"\n' })).config.tokens.keyLeadMs, 30_000)
+  t.equal(load(t.testdir({}), { env: { AUTHD_TOKENS_KEY_LEAD: '0s' } }).config.tokens.keyLeadMs, 0)
 })
 
 t.test('trust_proxy accepts IPv4 and IPv6 CIDRs and bare addresses', async (t) => {

@@ -5,9 +5,9 @@
  */
 import { createPrivateKey, createPublicKey } from 'node:crypto'
 import t from 'tap'
-import { createKeyring, effectiveState, generateKey } from '../../src/core/keys.js'
+import { createKeyring, generateKey, keyStates } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import type { Store } from '../../src/store/store.js'
+import { settleKeys, type KeyRecord, type Store } from '../../src/store/store.js'
 import type { Test } from 'tap'
 
 const WINDOW = 15 * 60_000 + 5_000
@@ -33,9 +33,40 @@ t.test('generates ES256 and RS256 key pairs with an opaque kid', async (t) => {
 
 t.test('a retiring key turns retired once its last token has expired', async (t) => {
   const k = { ...generateKey('ES256', 0), state: 'retiring' as const, retiringAt: 10_000 }
-  t.equal(effectiveState(k, 10_000 + WINDOW, WINDOW), 'retiring')
-  t.equal(effectiveState(k, 10_001 + WINDOW, WINDOW), 'retired')
-  t.equal(effectiveState({ ...k, state: 'active', retiringAt: null }, 1e15, WINDOW), 'active')
+  const state = (key: KeyRecord, now: number) => keyStates([key], now, WINDOW)[0]!.state
+  t.equal(state(k, 10_000 + WINDOW), 'retiring')
+  t.equal(state(k, 10_001 + WINDOW), 'retired')
+  t.equal(keyStates([k], 10_001 + WINDOW, WINDOW)[0]!.retiredAt, 10_000 + WINDOW, 'retired when its last token expired')
+  t.equal(state({ ...k, state: 'active', retiringAt: null }, 1e15), 'active')
+})
+
+/** a key made at `at` that is next until `from` */
+const nextKey = (at: number, from: number): KeyRecord => ({ ...generateKey('ES256', at), state: 'next', activatedAt: from })
+
+t.test('a next key signs from its activation time, and the key it replaces is retiring from that moment', async (t) => {
+  const old = generateKey('ES256', 0)
+  const next = nextKey(1000, 1000 + 300_000)
+  const at = (now: number) => keyStates([old, next], now, WINDOW).map((k) => [k.state, k.retiringAt])
+  t.same(at(1000), [['active', null], ['next', null]])
+  t.same(at(300_999), [['active', null], ['next', null]], 'not a millisecond early')
+  t.same(at(301_000), [['retiring', 301_000], ['active', null]])
+  t.same(at(301_000 + WINDOW), [['retiring', 301_000], ['active', null]], 'the old key verifies its last tokens')
+  t.same(at(301_001 + WINDOW), [['retired', 301_000], ['active', null]])
+  // exactly one key signs at every moment, whatever the order the store lists them in
+  for (const now of [0, 300_999, 301_000, 1e12]) {
+    for (const keys of [[old, next], [next, old]]) t.equal(keyStates(keys, now, WINDOW).filter((k) => k.state === 'active').length, 1, `at ${now}`)
+  }
+})
+
+t.test('a transition recorded half-way (one key written, not the other) still derives the same states', async (t) => {
+  const old = generateKey('ES256', 0)
+  const next = nextKey(0, 5000)
+  const derived = settleKeys([old, next], 6000)
+  const [oldAfter, nextAfter] = derived
+  t.same([oldAfter!.state, oldAfter!.retiringAt, nextAfter!.state], ['retiring', 5000, 'active'])
+  t.same(settleKeys([oldAfter!, next], 6000), derived, 'only the old key recorded')
+  t.same(settleKeys([old, nextAfter!], 6000), derived, 'only the new key recorded')
+  t.same(settleKeys(derived, 6000), derived, 'both recorded: nothing changes')
 })
 
 t.test('signs with the active key and publishes only public parts in the JWKS', async (t) => {
@@ -123,4 +154,60 @@ t.test('picks up keys written by another handle on the same data directory', asy
   await new Promise((resolve) => setTimeout(resolve, 5))
   t.equal(ring.signing().kid, second.kid)
   t.equal(ring.signing().alg, 'RS256')
+})
+
+t.test('a key rotated in with a lead is in the JWKS before it signs, then signs by itself once the lead has passed', async (t) => {
+  const store = await openStore(t)
+  let now = Date.UTC(2026, 0, 1)
+  const first = await store.ensureActiveKey(() => generateKey('ES256', now))
+  const ring = createKeyring({ store, now: () => now, verifyWindowMs: WINDOW })
+  t.equal(ring.signing().kid, first.kid)
+  const stored = await store.rotateKey(nextKey(now, now + 300_000), now)
+  t.equal(stored.state, 'next')
+  t.same(ring.jwks().keys.map((k) => k.kid).sort(), [first.kid, stored.kid].sort(), 'published at once')
+  t.equal(ring.signing().kid, first.kid, 'the old key still signs')
+  t.equal(ring.verifying(stored.kid)?.state, 'next')
+  now += 299_999
+  t.equal(ring.signing().kid, first.kid, 'until the lead has passed')
+  const version = store.keysVersion()
+  now += 1
+  t.equal(ring.signing().kid, stored.kid, 'then the new key signs, with no write to the store')
+  t.equal(store.keysVersion(), version)
+  t.equal(ring.verifying(first.kid)?.state, 'retiring', 'the old key verifies its tokens')
+  now += WINDOW + 1
+  t.same(ring.jwks().keys.map((k) => k.kid), [stored.kid], 'and retires once they have expired')
+})
+
+t.test('two daemons on one store agree, at every moment, on which key signs', async (t) => {
+  const dir = t.testdir()
+  const a = await openLmdbStore({ path: dir })
+  t.teardown(() => a.close())
+  const b = await openLmdbStore({ path: dir })
+  t.teardown(() => b.close())
+  let now = Date.UTC(2026, 0, 1)
+  await a.ensureActiveKey(() => generateKey('ES256', now))
+  const ringA = createKeyring({ store: a, now: () => now, verifyWindowMs: WINDOW })
+  const ringB = createKeyring({ store: b, now: () => now, verifyWindowMs: WINDOW })
+  const next = await a.rotateKey(nextKey(now, now + 60_000), now)
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  for (const step of [0, 59_999, 1, 1, WINDOW]) {
+    now += step
+    t.equal(ringA.signing().kid, ringB.signing().kid, `at +${step}`)
+  }
+  t.equal(ringA.signing().kid, next.kid)
+})
+
+t.test('a rotation replaces a key still next; with no key signing, a next key is active at once', async (t) => {
+  const store = await openStore(t)
+  const now = Date.UTC(2026, 0, 1)
+  const lone = await store.rotateKey(nextKey(now, now + 300_000), now)
+  t.equal(lone.state, 'active', 'no key signed: the new one signs at once')
+  t.equal(lone.activatedAt, now)
+  const pending = await store.rotateKey(nextKey(now, now + 300_000), now)
+  const again = await store.rotateKey(nextKey(now + 10, now + 300_010), now + 10)
+  t.equal(store.getKey(pending.kid), undefined, 'the key still next is replaced (it never signed)')
+  t.equal(store.getKey(again.kid)?.state, 'next')
+  const immediate = await store.rotateKey(generateKey('ES256', now + 20), now + 20)
+  t.equal(store.getKey(again.kid), undefined, 'an immediate rotation replaces it too')
+  t.same(keyStates(store.listKeys(), now + 20, WINDOW).map((k) => [k.kid, k.state]).sort(), [[lone.kid, 'retiring'], [immediate.kid, 'active']].sort())
 })

@@ -35,6 +35,15 @@ t.test('authd version prints the package version', async (t) => {
   t.equal(r.stderr, '')
 })
 
+t.test('authd --version and -V print the version like authd version (regression: the flag was --version-flag)', async (t) => {
+  for (const flag of ['--version', '-V']) {
+    const r = await authd([flag], { cwd: t.testdir() })
+    t.equal(r.code, 0, flag)
+    t.equal(r.stdout, `authd ${VERSION}\n`, flag)
+    t.equal(r.stderr, '', flag)
+  }
+})
+
 t.test('authd check-config prints the effective values from defaults, file, environment and flags', async (t) => {
   const dir = t.testdir({ 'auth.toml': '[server]\nport = 7000\nbody_limit = "32kb"\n[tokens]\naccess_ttl = "10m"\n' })
   const r = await authd(['check-config', '--data', 'store-here'], { cwd: dir, env: { AUTHD_SERVER_PORT: '9000', AUTHD_RATE_LIMIT_LOGIN_PER_IP: '7/1m' } })
@@ -115,7 +124,7 @@ t.test('authd start with a data directory it cannot use says why in one plain li
   const file = join(dir, 'a-file')
   for (const data of [file, join(file, 'below')]) {
     const r = await authd(['start', '--dev', '--port', '0', '--data', data], { cwd: dir })
-    t.equal(r.code, 1, data)
+    t.equal(r.code, 2, `${data}: a config error (regression: it exited 1, unlike authctl)`)
     t.equal(r.stderr, `authd: cannot use the data directory ${data}: a file is in the way (it must be a directory)\n`)
     t.notMatch(r.stdout, /listening/)
   }

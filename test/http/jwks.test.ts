@@ -4,6 +4,7 @@
  */
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import t from 'tap'
+import { createAdmin, lazyPasswordTools } from '../../src/core/admin.js'
 import { generateKey } from '../../src/core/keys.js'
 import { addUser, call, startServer, type TestServer } from '../helpers/app.js'
 import { activeKey } from '../helpers/jwt.js'
@@ -77,4 +78,28 @@ t.test('lists a rotated key at once, keeps the old one while its tokens live, an
     [next.kid],
     'a revoked key is gone at once',
   )
+})
+
+t.test('a key rotated in by authctl is in the JWKS before it signs; the old key signs until tokens.key_lead has passed (moved clock)', async (t) => {
+  const clock = { now: Date.now() }
+  const app = await startServer(t, { now: () => clock.now })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const old = activeKey(app)
+  // as `authctl keys rotate` does, on the same store and clock
+  const admin = createAdmin({ store: app.store, config: app.config, now: () => clock.now, passwords: lazyPasswordTools(app.config) })
+  const { key } = await admin.rotateKey()
+  t.equal(key.state, 'next')
+  t.same((await jwks(app)).keys.map((k) => k.kid).sort(), [old.kid, key.kid].sort(), 'published at once')
+  const kid = (token: string): unknown => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
+  const before = await loginToken(app)
+  t.equal(kid(before), old.kid, 'the old key signs right after the rotation')
+  clock.now += app.config.tokens.keyLeadMs - 1
+  t.equal(kid(await loginToken(app)), old.kid, 'and until the lead has passed')
+  clock.now += 1
+  const after = await loginToken(app)
+  t.equal(kid(after), key.kid, 'then the new key signs, with nothing written to the store')
+  const set = createLocalJWKSet((await jwks(app)) as never)
+  const opts = { issuer: 'authd', audience: 'authd', currentDate: new Date(clock.now) }
+  t.equal((await jwtVerify(before, set, opts)).protectedHeader.kid, old.kid, 'tokens of the old key still verify')
+  t.equal((await jwtVerify(after, set, opts)).protectedHeader.kid, key.kid)
 })

@@ -125,7 +125,7 @@ t.test('end to end: the real daemon, changed by the real authctl', async (t) => 
   const old = await login(daemon.url, 'ann@example.com')
   await warm(t, daemon.url, old)
   const oldKid = decode(old).header.kid as string
-  t.equal((await ctl('keys', 'rotate')).code, 0)
+  t.equal((await ctl('keys', 'rotate', '--now')).code, 0)
   const fresh = await login(daemon.url, 'ann@example.com')
   t.not(decode(fresh).header.kid, oldKid, 'the new key signs')
   await warm(t, daemon.url, old)

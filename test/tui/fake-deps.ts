@@ -94,8 +94,9 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
     },
     async rotateKey() {
       called('rotateKey', '')
-      const k = key(`kid-new-${String(d.keys.length).padStart(4, '0')}`, { createdAt: T0, activatedAt: T0 })
-      d.keys = [...d.keys.map((x) => (x.state === 'active' ? { ...x, state: 'retiring' as const, retiringAt: T0 } : x)), k]
+      // as the real one: published now, signing tokens.key_lead (5m) later; a key still next is replaced
+      const k = key(`kid-new-${String(d.keys.length).padStart(4, '0')}`, { state: 'next', createdAt: T0, activatedAt: T0 + 300_000 })
+      d.keys = [...d.keys.filter((x) => x.state !== 'next'), k]
       return k
     },
     async checkRevokeKey(kid) {

@@ -240,11 +240,21 @@ t.test('s on a user opens the sessions view filtered to that user', async (t) =>
   t.equal(s.lists.sessions.selectedId, 'sess-c1')
 })
 
-t.test('keys: r rotates at once; x asks only once the store agrees the key may go', async (t) => {
+t.test('keys: r rotates and selects the new key (regression: the selection stayed on the key it replaces); x asks only once the store agrees the key may go', async (t) => {
   let s = press(start(), '3', 'r')
   t.same(tasks(s), [{ kind: 'rotateKey' }])
-  s = done(s, { key: key('kid-new') })
-  t.match(s.notice?.text, 'Rotated: key kid-new (ES256) signs from now on.')
+  t.equal(s.lists.keys.selectedId, 'kid-active')
+  const T = Date.UTC(2025, 2, 4, 9, 5)
+  s = done(s, { key: key('kid-new', { state: 'next', createdAt: T, activatedAt: T + 5 * 60_000 }) })
+  t.match(s.notice?.text, 'Rotated: key kid-new (ES256) is in the JWKS and signs from 2025-03-04 09:10 UTC.')
+  t.equal(s.lists.keys.selectedId, 'kid-new', 'the new key is selected')
+  t.match(s.snapshot?.keys.map((k) => k.kid), ['kid-active', 'kid-old', 'kid-new'], 'and listed before the next reload')
+  s = press(s, 'r')
+  s = done(s, { key: key('kid-now', { createdAt: T + 1 }) })
+  t.match(s.notice?.text, 'Rotated: key kid-now (ES256) signs from now on.')
+  t.equal(s.lists.keys.selectedId, 'kid-now')
+  s = reducer(s, { type: 'loaded', snapshot: snap() })
+  t.equal(s.lists.keys.selectedId, 'kid-active')
 
   s = press(s, 'x')
   t.equal(s.confirm, null, 'no question yet')

@@ -4,6 +4,7 @@
  */
 import t from 'tap'
 import { createAdmin } from '../../src/core/admin.js'
+import { generateKey } from '../../src/core/keys.js'
 import type { SmokeStepEvent } from '../../src/tui/deps.js'
 import { createStoreTuiDeps } from '../../src/tui/store-deps.js'
 import { addUser, buildApp, call, startServer, type TestApp } from '../helpers/app.js'
@@ -91,30 +92,44 @@ t.test('sessions: revoke one, then all of a user; removing a user removes its se
   t.same((await deps.snapshot()).users, [])
 })
 
-t.test('keys: rotate makes a new active key; the active key is refused before the question and on revoke; a retiring one goes', async (t) => {
+t.test('keys: rotate makes a next key that signs after tokens.key_lead; revoking the active key replaces it; a retiring one goes', async (t) => {
   const app = await buildApp(t)
   const deps = tuiDeps(app)
   const [first] = (await deps.snapshot()).keys
   const next = await deps.rotateKey()
-  t.equal(next.state, 'active')
+  t.equal(next.state, 'next')
+  t.equal(next.activatedAt! - next.createdAt, app.config.tokens.keyLeadMs)
   t.not(next.kid, first.kid)
-  const keys = (await deps.snapshot()).keys
-  t.same(keys.map((k) => [k.kid, k.state]), [
-    [next.kid, 'active'],
-    [first.kid, 'retiring'],
+  t.same((await deps.snapshot()).keys.map((k) => [k.kid, k.state]), [
+    [next.kid, 'next'],
+    [first.kid, 'active'],
   ])
-  await deps.checkRevokeKey(first.kid)
+  // revoking the active key: its replacement signs at once (and replaces the key still next)
   await deps.revokeKey(first.kid)
-  t.equal(app.store.getKey(first.kid), undefined)
-  // the active key: replaced by a new one first, so there is always a key to sign with
-  await deps.checkRevokeKey(next.kid)
-  await deps.revokeKey(next.kid)
+  const [replacement] = (await deps.snapshot()).keys
+  t.equal(replacement!.state, 'active')
   t.equal(app.store.getKey(next.kid), undefined)
+  const again = await deps.rotateKey()
+  t.equal(again.state, 'next')
+  await deps.revokeKey(again.kid)
+  t.same((await deps.snapshot()).keys.map((k) => k.kid), [replacement!.kid], 'a next key goes without a replacement')
+  await app.store.rotateKey(generateKey('ES256', Date.now()), Date.now())
+  const keys = (await deps.snapshot()).keys
+  t.same(keys.map((k) => k.state), ['active', 'retiring'])
+  const current = keys[0]!
+  t.equal(keys[1]!.kid, replacement!.kid)
+  await deps.checkRevokeKey(replacement!.kid)
+  await deps.revokeKey(replacement!.kid)
+  t.equal(app.store.getKey(replacement!.kid), undefined, 'a retiring key goes')
+  // the active key: replaced by a new one first, so there is always a key to sign with
+  await deps.checkRevokeKey(current.kid)
+  await deps.revokeKey(current.kid)
+  t.equal(app.store.getKey(current.kid), undefined)
   const after = (await deps.snapshot()).keys
   t.equal(after.length, 1)
   t.equal(after[0]!.state, 'active')
-  t.not(after[0]!.kid, next.kid)
-  await t.rejects(deps.checkRevokeKey(next.kid), { message: `No key with kid "${next.kid}".` })
+  t.not(after[0]!.kid, current.kid)
+  await t.rejects(deps.checkRevokeKey(current.kid), { message: `No key with kid "${current.kid}".` })
 })
 
 t.test('smoke against a real daemon: each step reports running, then its result and ms', async (t) => {

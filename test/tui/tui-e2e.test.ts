@@ -110,8 +110,9 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
   await send('r')
   s = await waitFor('Rotated: key', 30_000)
   s = await waitFor('1-2 of 2 keys')
-  t.match(s, new RegExp(`${keysBefore[0].kid}\\s+ES256\\s+retiring`))
-  t.match(s, /\s+ES256\s+active/)
+  // the new key is next (it signs tokens.key_lead later) and selected; the old one still signs
+  t.match(s, /> \S+\s+ES256\s+next/)
+  t.match(s, new RegExp(`${keysBefore[0].kid}\\s+ES256\\s+active`))
 
   // quit: the process ends with 0 and the shell's screen is back (the UI's lines are gone)
   await send('q')
@@ -122,7 +123,7 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
   const { users } = JSON.parse((await authctl(['user', 'list', '--json', '--data', data])).stdout) as { users: Array<{ email: string }> }
   t.same(users.map((u) => u.email).sort(), ['first@example.com', 'second@example.com', 'third@example.com'])
   const keysAfter = (JSON.parse((await authctl(['keys', 'list', '--json', '--data', data])).stdout) as { keys: Array<{ state: string }> }).keys
-  t.same(keysAfter.map((k) => k.state).sort(), ['active', 'retiring'])
+  t.same(keysAfter.map((k) => k.state).sort(), ['active', 'next'])
 })
 
 t.test('authctl tui refuses to run without a terminal', async (t) => {

@@ -247,7 +247,7 @@ t.test('Keys: states and times; r rotates; revoking the active key says it is re
   await ui.waitFor('alice@example.com')
   await ui.press('3')
   let f = await ui.waitFor('1-2 of 2 keys')
-  t.match(f, /KID\s+ALG\s+STATE\s+CREATED \(UTC\)\s+STATE SINCE/)
+  t.match(f, /KID\s+ALG\s+STATE\s+CREATED \(UTC\)\s+SINCE \/ FROM/)
   t.match(f, /> kid-active-000001\s+ES256\s+active\s+2025-03-03 09:05\s+2025-03-03 09:05/)
   t.match(f, /kid-retiring-0001\s+ES256\s+retiring\s+2025-02-23 09:05\s+2025-03-03 09:05/)
 
@@ -259,10 +259,15 @@ t.test('Keys: states and times; r rotates; revoking the active key says it is re
   t.match(f, /kid-active-000001\s+ES256\s+active/, 'n: nothing changed')
 
   await ui.press('r')
-  f = await ui.waitFor('Rotated: key kid-new-0002 (ES256) signs from now on.')
+  f = await ui.waitFor('Rotated: key kid-new-0002 (ES256) is in the JWKS and signs from 2025-03-04 09:10 UTC.')
   f = await ui.waitFor('1-3 of 3 keys')
-  t.match(f, /kid-new-0002\s+ES256\s+active/)
-  t.match(f, /kid-active-000001\s+ES256\s+retiring/)
+  t.match(f, /> kid-new-0002\s+ES256\s+next\s+2025-03-04 09:05\s+2025-03-04 09:10/, 'the new key is selected, with when it starts signing')
+  t.match(f, /kid-active-000001\s+ES256\s+active/, 'the old key signs until then')
+  await ui.press('\r')
+  f = await ui.waitFor('signs from')
+  t.match(f, /signs from\s+2025-03-04 09:10 UTC/)
+  await ui.press('\u001b')
+  await ui.waitFor('1-3 of 3 keys')
 
   await ui.press('G', 'x')
   await ui.waitFor('Confirm (y/N): Revoke key kid-retiring-0001 (retiring)? Tokens it signed stop verifying at once.')

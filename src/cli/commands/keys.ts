@@ -32,6 +32,7 @@ const t = (s: string | null): string => shortTime(s === null ? null : Date.parse
 export async function keysList(deps: StoreDeps): Promise<{ keys: KeyDoc[] }> {
   return { keys: (await deps.admin.listKeys()).map(keyDoc) }
 }
+/** the table's ACTIVATED column shows, for a next key, when it starts signing */
 export const keysListView = (d: { keys: KeyDoc[] }): View => ({
   table: {
     columns: ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRING', 'RETIRED'],
@@ -40,14 +41,33 @@ export const keysListView = (d: { keys: KeyDoc[] }): View => ({
   empty: 'No keys (authd creates the first one on its first start).',
 })
 
-export async function keysRotate(deps: StoreDeps, args: { algorithm?: Algorithm }): Promise<{ active: KeyDoc; retiring: KeyDoc[] }> {
-  const r = await deps.admin.rotateKey(args.algorithm)
-  return { active: keyDoc(r.active), retiring: r.retiring.map(keyDoc) }
+export interface RotateDoc {
+  /** the new key: next (published, signing from its activatedAt) or, with --now, active */
+  key: KeyDoc
+  /** the key that signs now */
+  active: KeyDoc
+  /** the keys this rotation stopped signing */
+  retiring: KeyDoc[]
+  /** the keys still next that this rotation replaced (they never signed) */
+  replaced: KeyDoc[]
 }
-export const keysRotateView = (d: { active: KeyDoc; retiring: KeyDoc[] }): View => ({
+
+export async function keysRotate(deps: StoreDeps, args: { algorithm?: Algorithm; now?: boolean }): Promise<RotateDoc> {
+  const r = await deps.admin.rotateKey(args.algorithm, { now: args.now === true })
+  return { key: keyDoc(r.key), active: keyDoc(r.active), retiring: r.retiring.map(keyDoc), replaced: r.replaced.map(keyDoc) }
+}
+export const keysRotateView = (d: RotateDoc): View => ({
   lines: [
-    `New active key ${d.active.kid} (${d.active.alg}) signs from now on.`,
-    ...d.retiring.map((k) => `Key ${k.kid} is retiring: it verifies tokens until ${t(k.verifiesUntil)}, then retires.`),
+    ...d.replaced.map((k) => `Key ${k.kid} was still next and is replaced: it never signed.`),
+    ...(d.key.state === 'next'
+      ? [
+          `New key ${d.key.kid} (${d.key.alg}) is in the JWKS now and signs from ${t(d.key.activatedAt)} (tokens.key_lead).`,
+          `Key ${d.active.kid} signs until then, then is retiring: it verifies its tokens until they expire.`,
+        ]
+      : [
+          `New active key ${d.key.kid} (${d.key.alg}) signs from now on.`,
+          ...d.retiring.map((k) => `Key ${k.kid} is retiring: it verifies tokens until ${t(k.verifiesUntil)}, then retires.`),
+        ]),
   ],
 })
 
