@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { KeyRecord, RefreshDecision, SessionRecord, Store, UserRecord } from './store.js'
+import type { KeyRecord, RefreshDecision, SessionEntry, SessionLimit, SessionRecord, Store, UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -18,6 +18,7 @@ const REFRESH_HISTORY = 32
 const MAX_KEY_BYTES = 1000
 
 type Key = string | (string | number)[]
+type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number]
 
 export class StoreError extends Error {
   readonly code: string
@@ -132,7 +133,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const users = db<UserRecord>('users')
   const emails = db<string>('emails')
   const sessions = db<SessionRecord>('sessions')
-  const userSessions = db<true>('user_sessions')
+  // [userId, sessionId] → [createdAt, lastUsedAt, expiresAt] of the session, kept in step with
+  // its record (older versions wrote `true`: such an entry is read through the record)
+  const userSessions = db<IndexTimes | true>('user_sessions')
   const refresh = db<string>('refresh')
   const sessionTokens = db<string>('session_tokens')
   const keys = db<KeyRecord>('keys')
@@ -182,6 +185,37 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const putFamily = (s: SessionRecord): void => {
     refresh.put(s.familyHash!, s.id)
     sessionTokens.put([s.id, -1], s.familyHash!)
+  }
+  // inside a write transaction: write a session's record and its entry in the per-user index
+  const putSessionTx = (s: SessionRecord): void => {
+    sessions.put(s.id, s)
+    userSessions.put([s.userId, s.id], [s.createdAt, s.lastUsedAt, s.expiresAt])
+  }
+  // an index entry as a SessionEntry (an older version's entry through its record; none if gone)
+  const entryOf = (key: Key, value: IndexTimes | true): SessionEntry | undefined => {
+    const [userId, id] = key as [string, string]
+    if (value !== true) return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2] }
+    const s = sessions.get(id)
+    return s === undefined ? undefined : { id, userId, createdAt: s.createdAt, lastUsedAt: s.lastUsedAt, expiresAt: s.expiresAt }
+  }
+  const userRange = (userId: string): { start: Key; end: Key } => ({ start: [userId], end: [userId, '\uffff'] })
+  // inside a write transaction: the user's live sessions beyond `limit.max - 1`, oldest last use
+  // first, deleted. Only the small index entries are read, not the sessions themselves.
+  const evictTx = (userId: string, limit: SessionLimit): SessionEntry[] => {
+    const live: SessionEntry[] = []
+    for (const { key, value } of userSessions.getRange(userRange(userId))) {
+      const e = entryOf(key, value)
+      if (e !== undefined && limit.isLive(e)) live.push(e)
+    }
+    const excess = live.length - (limit.max - 1)
+    if (excess <= 0) return []
+    live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+    const evicted = live.slice(0, excess)
+    for (const e of evicted) {
+      const s = sessions.get(e.id)
+      if (s !== undefined) deleteSessionTx(s)
+    }
+    return evicted
   }
   // inside a write transaction: remove a session with its indexes
   const deleteSessionTx = (s: SessionRecord): void => {
@@ -240,7 +274,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         write(() => {
           const user = users.get(id)
           if (user === undefined) return false
-          for (const { key } of userSessions.getRange({ start: [id], end: [id, '\uffff'] })) {
+          for (const { key } of userSessions.getRange(userRange(id))) {
             const s = sessions.get((key as string[])[1])
             if (s !== undefined) deleteSessionTx(s)
             else userSessions.remove(key)
@@ -255,21 +289,40 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
       const out: SessionRecord[] = []
-      for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
+      for (const { key } of userSessions.getRange(userRange(userId))) {
         const s = sessions.get((key as string[])[1])
         if (s !== undefined) out.push(s)
       }
       return out
     },
-    countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
-    createSession: (s) =>
-      write(() => {
-        sessions.put(s.id, s)
-        userSessions.put([s.userId, s.id], true)
+    countSessions: (userId) => userSessions.getKeysCount(userRange(userId)),
+    sessionEntries({ userId, after, limit }) {
+      const range: { start?: Key; end?: Key } = userId === undefined ? {} : userRange(userId)
+      // resume at the cursor's key, skipping the cursor itself if it is still there
+      if (after !== undefined) range.start = [after.userId, after.id]
+      const out: SessionEntry[] = []
+      for (const { key, value } of userSessions.getRange(range)) {
+        const [u, id] = key as [string, string]
+        if (after !== undefined && u === after.userId && id === after.id) continue
+        const e = entryOf(key, value)
+        if (e !== undefined) out.push(e)
+        if (out.length >= limit) break
+      }
+      return out
+    },
+    async createSession(s, limit) {
+      const evicted = await write(() => {
+        const ended = limit === undefined ? [] : evictTx(s.userId, limit)
+        putSessionTx(s)
         refresh.put(s.refreshHash, s.id)
         sessionTokens.put([s.id, s.generation], s.refreshHash)
         if (s.familyHash !== undefined) putFamily(s)
-      }),
+        return ended
+      })
+      // an eviction is a revocation: acknowledged once durable
+      if (evicted.length > 0) await root.flushed
+      return evicted
+    },
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
       let revoked = false
       const result = await write(() => {
@@ -278,7 +331,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         const d = decide(current)
         if (d.action === 'rotate') {
           const next = d.session
-          sessions.put(next.id, next)
+          putSessionTx(next)
           refresh.put(next.refreshHash, next.id)
           sessionTokens.put([next.id, next.generation], next.refreshHash)
           // a session of an older version gets its family at its first rotation
@@ -304,8 +357,22 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         if (current === undefined) return undefined
         const next = change(current)
         if (next === undefined) return current
-        sessions.put(id, next)
+        putSessionTx(next)
         return next
+      }),
+    sweepSessions: (ids, change) =>
+      write(() => {
+        let n = 0
+        for (const id of ids) {
+          const current = sessions.get(id)
+          if (current === undefined) continue
+          const next = change(current)
+          if (next === 'delete') {
+            deleteSessionTx(current)
+            n++
+          } else if (next !== undefined) putSessionTx(next)
+        }
+        return n
       }),
     revokeSession: (id) =>
       durable(
@@ -320,7 +387,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       durable(
         write(() => {
           let n = 0
-          for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
+          for (const { key } of userSessions.getRange(userRange(userId))) {
             const s = sessions.get((key as string[])[1])
             if (s !== undefined) {
               deleteSessionTx(s)
