@@ -12,7 +12,7 @@
  * that token can open it, and the store alone never can.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RefreshDecision, Rotation, SessionRecord, Store } from '../store/store.js'
+import type { RefreshDecision, Rotation, SessionCursor, SessionRecord, Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
 
@@ -157,19 +157,38 @@ export function withoutStaleSeals(s: SessionRecord, now: number, policy: Session
   return { ...rest, rotations: kept }
 }
 
+/** Sessions the sweep looks at per step; each step is one short synchronous stretch. */
+export const SWEEP_CHUNK = 256
+
+export interface SweepOptions {
+  /** index entries per step (default SWEEP_CHUNK) */
+  chunk?: number
+  /** what runs between steps (default: a turn of the event loop, so requests go first) */
+  pause?: () => Promise<void>
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
 /**
  * Deletes sessions past their idle or absolute expiry, and drops the sealed successors of live
- * ones once their grace has run out; returns how many sessions were deleted.
+ * ones once their grace has run out; returns how many sessions were deleted. It walks the
+ * sessions index a bounded chunk at a time, with one write per chunk and a turn of the event
+ * loop between chunks: a store of 100 000 sessions never holds the daemon's requests for more
+ * than one chunk's work. Only the sessions that hold seals are read whole.
  */
-export async function sweepExpiredSessions(store: Store, now: number, policy: SessionPolicy): Promise<number> {
+export async function sweepExpiredSessions(store: Store, now: number, policy: SessionPolicy, opts: SweepOptions = {}): Promise<number> {
+  const chunk = opts.chunk ?? SWEEP_CHUNK
+  const pause = opts.pause ?? nextTurn
   let n = 0
-  for (const s of store.listSessions()) {
-    if (!isLive(s, now, policy)) {
-      if (await store.revokeSession(s.id)) n++
-    } else if (withoutStaleSeals(s, now, policy) !== undefined) {
-      // decided again on the record as it is inside the write: it may have rotated since
-      await store.updateSession(s.id, (current) => withoutStaleSeals(current, now, policy))
-    }
+  let after: SessionCursor | undefined
+  for (;;) {
+    const entries = store.sessionEntries({ after, limit: chunk })
+    if (entries.length === 0) return n
+    after = entries[entries.length - 1]
+    const due = entries.filter((e) => !isLive(e, now, policy) || e.sealed).map((e) => e.id)
+    // decided again on each record as it is inside the write: it may have been used since
+    if (due.length > 0) n += await store.sweepSessions(due, (s) => (isLive(s, now, policy) ? withoutStaleSeals(s, now, policy) : 'delete'))
+    if (entries.length < chunk) return n
+    await pause()
   }
-  return n
 }

@@ -18,7 +18,8 @@ const REFRESH_HISTORY = 32
 const MAX_KEY_BYTES = 1000
 
 type Key = string | (string | number)[]
-type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number]
+const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
+type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number, sealed: 0 | 1]
 
 export class StoreError extends Error {
   readonly code: string
@@ -133,8 +134,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const users = db<UserRecord>('users')
   const emails = db<string>('emails')
   const sessions = db<SessionRecord>('sessions')
-  // [userId, sessionId] → [createdAt, lastUsedAt, expiresAt] of the session, kept in step with
-  // its record (older versions wrote `true`: such an entry is read through the record)
+  // [userId, sessionId] → [createdAt, lastUsedAt, expiresAt, sealed] of the session, kept in step
+  // with its record (older versions wrote `true`: such an entry is read through the record)
   const userSessions = db<IndexTimes | true>('user_sessions')
   const refresh = db<string>('refresh')
   const sessionTokens = db<string>('session_tokens')
@@ -189,14 +190,14 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   // inside a write transaction: write a session's record and its entry in the per-user index
   const putSessionTx = (s: SessionRecord): void => {
     sessions.put(s.id, s)
-    userSessions.put([s.userId, s.id], [s.createdAt, s.lastUsedAt, s.expiresAt])
+    userSessions.put([s.userId, s.id], [s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s) ? 1 : 0])
   }
   // an index entry as a SessionEntry (an older version's entry through its record; none if gone)
   const entryOf = (key: Key, value: IndexTimes | true): SessionEntry | undefined => {
     const [userId, id] = key as [string, string]
-    if (value !== true) return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2] }
+    if (value !== true) return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2], sealed: value[3] === 1 }
     const s = sessions.get(id)
-    return s === undefined ? undefined : { id, userId, createdAt: s.createdAt, lastUsedAt: s.lastUsedAt, expiresAt: s.expiresAt }
+    return s === undefined ? undefined : { id, userId, createdAt: s.createdAt, lastUsedAt: s.lastUsedAt, expiresAt: s.expiresAt, sealed: hasSeals(s) }
   }
   const userRange = (userId: string): { start: Key; end: Key } => ({ start: [userId], end: [userId, '\uffff'] })
   // inside a write transaction: the user's live sessions beyond `limit.max - 1`, oldest last use

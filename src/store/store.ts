@@ -62,6 +62,8 @@ export interface SessionEntry {
   createdAt: number
   lastUsedAt: number
   expiresAt: number
+  /** whether the record holds sealed successors (`rotations`), which the sweep drops once stale */
+  sealed: boolean
 }
 
 /** Where a walk over the sessions index (`sessionEntries`) resumes: after this entry. */
