@@ -287,6 +287,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
 
     getSession: (id) => (tooLong(id) ? undefined : readSession(id)),
+    getSessions: (ids) => ids.map((id) => (tooLong(id) ? undefined : sessions.get(id))),
     listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
       const out: SessionRecord[] = []

@@ -124,6 +124,11 @@ export interface Store {
 
   // sessions
   getSession(id: string): SessionRecord | undefined
+  /**
+   * Sessions by id, in order (undefined for one that is gone), read plainly: for listings, which
+   * read each session once (getSession keeps decoded records for the reads /me repeats).
+   */
+  getSessions(ids: string[]): Array<SessionRecord | undefined>
   listSessions(userId?: string): SessionRecord[]
   countSessions(userId: string): number
   /**
