@@ -134,6 +134,15 @@ export interface Admin {
    * the signal's reason once `signal` is aborted.
    */
   recentSessions(opts: { limit: number; match?: (email: string | null) => boolean; signal?: AbortSignal }): Promise<{ sessions: SessionSummary[]; total: number }>
+  /**
+   * What the terminal UI lists, read without holding the event loop for long: every user with
+   * its live sessions counted, and recentSessions of `sessions`.
+   */
+  overview(opts: { sessions: { limit: number; match?: (email: string | null) => boolean }; signal?: AbortSignal }): Promise<{
+    users: UserSummary[]
+    sessions: SessionSummary[]
+    sessionsTotal: number
+  }>
   /** ends one session: its refresh token and its access tokens stop working */
   revokeSession(id: string): Promise<SessionSummary>
   revokeUserSessions(userRef: string): Promise<{ user: UserSummary; revoked: number }>
@@ -226,7 +235,15 @@ export function createAdmin(deps: AdminDeps): Admin {
    * The live sessions' index entries, `keep`-filtered, a chunk per turn of the event loop: the
    * order key and the id of each, nothing more (100 000 sessions are a few MB here).
    */
-  const scanLive = async (opts: { userId?: string; by: 'createdAt' | 'lastUsedAt'; keep?: (e: SessionEntry) => boolean; top?: number; signal?: AbortSignal }): Promise<{ ids: string[]; total: number }> => {
+  const scanLive = async (opts: {
+    userId?: string
+    by: 'createdAt' | 'lastUsedAt'
+    keep?: (e: SessionEntry) => boolean
+    top?: number
+    /** live sessions counted per user, kept or not */
+    perUser?: Map<string, number>
+    signal?: AbortSignal
+  }): Promise<{ ids: string[]; total: number }> => {
     const at = now()
     let found: Array<[number, string]> = []
     let total = 0
@@ -237,7 +254,9 @@ export function createAdmin(deps: AdminDeps): Admin {
       opts.signal?.throwIfAborted()
       const page = store.sessionEntries({ userId: opts.userId, after, limit: SCAN_CHUNK })
       for (const e of page) {
-        if (!isLive(e, at, config.sessions) || (opts.keep !== undefined && !opts.keep(e))) continue
+        if (!isLive(e, at, config.sessions)) continue
+        opts.perUser?.set(e.userId, (opts.perUser.get(e.userId) ?? 0) + 1)
+        if (opts.keep !== undefined && !opts.keep(e)) continue
         total++
         found.push([e[opts.by], e.id])
       }
@@ -399,6 +418,19 @@ export function createAdmin(deps: AdminDeps): Admin {
       const keep = match === undefined ? undefined : (e: SessionEntry): boolean => match(emailOf(e.userId))
       const { ids, total } = await scanLive({ by: 'lastUsedAt', keep, top: limit, signal })
       return { sessions: summaries(ids, emailOf), total }
+    },
+
+    async overview({ sessions, signal }) {
+      const emailOf = emailCache()
+      const match = sessions.match
+      const keep = match === undefined ? undefined : (e: SessionEntry): boolean => match(emailOf(e.userId))
+      const perUser = new Map<string, number>()
+      const { ids, total } = await scanLive({ by: 'lastUsedAt', keep, top: sessions.limit, perUser, signal })
+      const users = store
+        .listUsers()
+        .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
+        .map((u) => ({ id: u.id, email: u.email, createdAt: u.createdAt, updatedAt: u.updatedAt, disabled: u.disabled, sessions: perUser.get(u.id) ?? 0 }))
+      return { users, sessions: summaries(ids, emailOf), sessionsTotal: total }
     },
 
     async revokeSession(id) {
