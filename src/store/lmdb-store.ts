@@ -30,6 +30,13 @@ export class StoreError extends Error {
   }
 }
 
+/**
+ * At most this many sessions end in one login's write: only a user far beyond the max (a store
+ * from before the max) has more to lose, and deleting them all at once held the event loop for
+ * seconds (100 000: 3.6 s); the sweep trims the rest in chunks.
+ */
+const EVICT_PER_WRITE = 256
+
 /** decoded records remembered per database by decodedOnChange */
 const DECODED_KEPT = 4096
 
@@ -211,7 +218,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     const excess = live.length - (limit.max - 1)
     if (excess <= 0) return []
     live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
-    const evicted = live.slice(0, excess)
+    const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
     for (const e of evicted) {
       const s = sessions.get(e.id)
       if (s !== undefined) deleteSessionTx(s)

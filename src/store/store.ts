@@ -141,7 +141,8 @@ export interface Store {
    * Creates the session. With `limit`, in the same write transaction, the user's live sessions
    * beyond `limit.max - 1` (the oldest last use first) are deleted with their token entries, so
    * that with the new one the user has at most `limit.max`, however many logins race. Resolves
-   * to the sessions so ended.
+   * to the sessions so ended. A bounded number end per call (a user far beyond the max, from a
+   * store of before it, comes down over several logins and the sweep).
    */
   createSession(session: SessionRecord, limit?: SessionLimit): Promise<SessionEntry[]>
   /**

@@ -131,3 +131,16 @@ t.test('store: an index entry written by an older version is read through its re
   t.same(ended.map((e) => e.id), ['old'])
   t.same(store.listSessions('u1').map((s) => s.id).sort(), ['new', 'newest'])
 })
+
+t.test('store: a user far beyond the max (a store from before it) loses at most 256 sessions per login', async (t) => {
+  const store = await openStore(t)
+  await Promise.all(Array.from({ length: 600 }, (_, i) => newSession(store, { id: `s${String(i).padStart(3, '0')}`, at: T0 + i })))
+  const limit: SessionLimit = { max: 50, isLive: (s) => isLive(s, T0 + 1000, policy) }
+  const ended = await store.createSession({ ...store.getSession('s000')!, id: 'fresh', lastUsedAt: T0 + 1000, refreshHash: 'fresh', familyHash: undefined }, limit)
+  t.equal(ended.length, 256, 'one write ends a bounded number')
+  t.same(ended.map((e) => e.id).slice(0, 2), ['s000', 's001'], 'the oldest first')
+  t.equal(store.countSessions('u1'), 600 - 256 + 1)
+  const again = await store.createSession({ ...store.getSession('s599')!, id: 'fresh2', lastUsedAt: T0 + 1001, refreshHash: 'fresh2', familyHash: undefined }, limit)
+  t.equal(again.length, 256)
+  t.equal(store.countSessions('u1'), 600 - 512 + 2)
+})

@@ -145,3 +145,18 @@ t.test('a chunk boundary loses nothing: every expired session goes, whatever the
     t.equal(store.sessionEntries({ limit: 1000 }).length, 60)
   }
 })
+
+t.test('a user beyond max_per_user (a store from before it) is trimmed by the sweep, oldest last use first, in chunks', async (t) => {
+  const store = await openStore(t)
+  // u0: 1000 live sessions; u1 and u2: 10 each
+  await Promise.all(Array.from({ length: 1000 }, (_, i) => stored(store, { id: `a${String(i).padStart(4, '0')}`, userId: 'u0', at: T0 + i })))
+  for (const u of ['u1', 'u2']) await Promise.all(Array.from({ length: 10 }, (_, i) => stored(store, { id: `${u}-${i}`, userId: u, at: T0 + i })))
+  let pauses = 0
+  const deleted = await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }, { chunk: 100, pause: async () => void pauses++ })
+  t.equal(deleted, 950)
+  t.same(store.listSessions('u0').map((s) => s.id).sort(), Array.from({ length: 50 }, (_, i) => `a0${950 + i}`), 'the 50 most recently used stay')
+  t.equal(store.countSessions('u1'), 10)
+  t.equal(store.countSessions('u2'), 10)
+  t.ok(pauses >= 950 / 100, `in chunks (${pauses} pauses)`)
+  t.equal(await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }), 0, 'nothing more to do')
+})
