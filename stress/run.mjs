@@ -25,8 +25,9 @@ import * as crash from './cases/crash.mjs'
 import * as races from './cases/refresh-races.mjs'
 import * as hygiene from './cases/log-hygiene.mjs'
 import * as audit from './cases/audit.mjs'
+import * as sessions from './cases/sessions.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, sessions]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({
@@ -78,7 +79,9 @@ watchdog.unref()
 const results = []
 const say = (msg) => process.stderr.write(`  · ${msg}\n`)
 console.log(`authd stress (${args.scale} scale), ${new Date().toISOString()}, node ${process.version}, ${availableParallelism()} cores`)
-for (const [i, c] of CASES.entries()) {
+// log hygiene reads what the daemons of every other case wrote: it runs last, whatever its number
+const ORDER = [...CASES.entries()].sort(([, a], [, b]) => (a === hygiene) - (b === hygiene))
+for (const [i, c] of ORDER) {
   if (only !== null && !only.has(c.id)) continue
   const t0 = performance.now()
   const cpu0 = cpuSnapshot()
