@@ -129,14 +129,10 @@ export interface Admin {
    */
   sessionPages(userRef?: string, opts?: SessionScanOptions): AsyncIterable<SessionSummary[]>
   /**
-   * The `limit` most recently used live sessions whose user's email `match`es, and how many
-   * live ones match in all; read like sessionPages, a bounded stretch at a time. Rejects with
-   * the signal's reason once `signal` is aborted.
-   */
-  recentSessions(opts: { limit: number; match?: (email: string | null) => boolean; signal?: AbortSignal }): Promise<{ sessions: SessionSummary[]; total: number }>
-  /**
-   * What the terminal UI lists, read without holding the event loop for long: every user with
-   * its live sessions counted, and recentSessions of `sessions`.
+   * What the terminal UI lists, read like sessionPages, a bounded stretch at a time: every user
+   * with its live sessions counted, the `sessions.limit` most recently used live sessions whose
+   * user's email `match`es, and how many match in all. Rejects with the signal's reason once
+   * `signal` is aborted.
    */
   overview(opts: { sessions: { limit: number; match?: (email: string | null) => boolean }; signal?: AbortSignal }): Promise<{
     users: UserSummary[]
@@ -226,9 +222,8 @@ export function createAdmin(deps: AdminDeps): Admin {
   const emailCache = (): ((userId: string) => string | null) => {
     const emails = new Map<string, string | null>()
     return (userId) => {
-      let e = emails.get(userId)
-      if (e === undefined && !emails.has(userId)) emails.set(userId, (e = store.getUser(userId)?.email ?? null))
-      return e ?? null
+      if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
+      return emails.get(userId) ?? null
     }
   }
   /**
@@ -386,11 +381,7 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     listSessions(userRef) {
       const user = userRef === undefined ? undefined : resolveUser(userRef)
-      const emails = new Map<string, string | null>()
-      const emailOf = (userId: string): string | null => {
-        if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
-        return emails.get(userId)!
-      }
+      const emailOf = emailCache()
       return liveSessions(user?.id)
         .sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))
         .map((s) => sessionSummary(s, emailOf(s.userId)))
@@ -411,13 +402,6 @@ export function createAdmin(deps: AdminDeps): Admin {
           }
         },
       }
-    },
-
-    async recentSessions({ limit, match, signal }) {
-      const emailOf = emailCache()
-      const keep = match === undefined ? undefined : (e: SessionEntry): boolean => match(emailOf(e.userId))
-      const { ids, total } = await scanLive({ by: 'lastUsedAt', keep, top: limit, signal })
-      return { sessions: summaries(ids, emailOf), total }
     },
 
     async overview({ sessions, signal }) {
