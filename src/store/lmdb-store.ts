@@ -282,7 +282,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         write(() => {
           const user = users.get(id)
           if (user === undefined) return false
-          for (const { key } of userSessions.getRange(userRange(id))) {
+          for (const { key } of userSessions.getRange({ start: [id], end: [id, '\uffff'] })) {
             const s = sessions.get((key as string[])[1])
             if (s !== undefined) deleteSessionTx(s)
             else userSessions.remove(key)
@@ -298,13 +298,13 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
       const out: SessionRecord[] = []
-      for (const { key } of userSessions.getRange(userRange(userId))) {
+      for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
         const s = sessions.get((key as string[])[1])
         if (s !== undefined) out.push(s)
       }
       return out
     },
-    countSessions: (userId) => userSessions.getKeysCount(userRange(userId)),
+    countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
     sessionEntries({ userId, after, limit }) {
       const range: { start?: Key; end?: Key } = userId === undefined ? {} : userRange(userId)
       // resume at the cursor's key, skipping the cursor itself if it is still there
@@ -396,7 +396,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       durable(
         write(() => {
           let n = 0
-          for (const { key } of userSessions.getRange(userRange(userId))) {
+          for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
             const s = sessions.get((key as string[])[1])
             if (s !== undefined) {
               deleteSessionTx(s)
