@@ -29,8 +29,9 @@ import * as junk from './cases/junk.mjs'
 import * as lockout from './cases/lockout.mjs'
 import * as limiterFill from './cases/limiter-fill.mjs'
 import * as longEmail from './cases/long-email.mjs'
+import * as sessions from './cases/sessions.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({

@@ -16,8 +16,11 @@ export interface CliIo {
   argv: string[]
   env: Record<string, string | undefined>
   cwd: string
-  stdout: (s: string) => void
+  /** false: the text is queued, not yet taken (a slow pipe); wait for `drained` before more */
+  stdout: (s: string) => boolean | void
   stderr: (s: string) => void
+  /** resolves once stdout has taken everything queued (absent: writes are never queued) */
+  drained?: () => Promise<void>
 }
 
 /** options every authctl command takes */

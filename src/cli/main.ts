@@ -26,6 +26,9 @@ interface Outcome {
   failure: string | null
 }
 
+/** A command that printed its own output as it went */
+const printed: Outcome = { data: undefined, view: { lines: [] }, failure: null }
+
 const outcome = <T>(data: T, view: (d: T) => View, failure: string | null = null): Outcome => ({ data, view: view(data), failure })
 
 /** Runs authctl; resolves to the exit code. */
@@ -179,7 +182,9 @@ export async function main(io: CliIo): Promise<number> {
     .option('--user <email|id>', 'only this user’s sessions')
     .action(withStore(async (d, c) => {
         const m = await sessionsCmd()
-        return outcome(await m.sessionsList(d, { user: opt(c, 'user') }), m.sessionsListView)
+        // printed as it is read, while the store is open: the list may be too long to hold
+        await m.sessionsListPrint(d, { user: opt(c, 'user') }, { json: globals.json === true, write: io.stdout, drained: io.drained })
+        return printed
       }))
   sessions
     .command('revoke')
@@ -273,7 +278,7 @@ export async function main(io: CliIo): Promise<number> {
   } catch (err) {
     return fail(io, err, globals.debug === true || io.argv.includes('--debug'))
   }
-  if (result === undefined) return 0
+  if (result === undefined || result === printed) return 0
   const { renderJson, renderView } = await import('./output.js')
   io.stdout(globals.json === true ? renderJson(result.data) : renderView(result.view))
   if (result.failure !== null) {

@@ -27,14 +27,50 @@ export function cell(value: string, max = 60): string {
 
 const width = (s: string): number => [...s].length
 
+const tableLine = (widths: number[], cells: string[]): string =>
+  cells
+    .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(Math.max(0, widths[i]! - width(c)))))
+    .join('  ')
+    .trimEnd()
+
+const fitWidths = (columns: string[], rows: string[][]): number[] => columns.map((c, i) => rows.reduce((w, r) => Math.max(w, width(r[i] ?? '')), width(c)))
+
 export function formatTable(columns: string[], rows: string[][]): string {
-  const widths = columns.map((c, i) => Math.max(width(c), ...rows.map((r) => width(r[i] ?? ''))))
-  const line = (cells: string[]): string =>
-    cells
-      .map((c, i) => (i === cells.length - 1 ? c : c + ' '.repeat(widths[i]! - width(c))))
-      .join('  ')
-      .trimEnd()
-  return [line(columns), ...rows.map(line)].join('\n') + '\n'
+  const widths = fitWidths(columns, rows)
+  return [tableLine(widths, columns), ...rows.map((r) => tableLine(widths, r))].join('\n') + '\n'
+}
+
+/**
+ * A table printed a page at a time (a list too long to hold): the header comes with the first
+ * page, and the column widths are fitted to it, so a list of one page prints as formatTable does.
+ */
+export function tablePages(columns: string[]): (rows: string[][]) => string {
+  let widths: number[] | undefined
+  return (rows) => {
+    const first = widths === undefined
+    widths ??= fitWidths(columns, rows)
+    const lines = rows.map((r) => tableLine(widths!, r))
+    return (first ? [tableLine(widths, columns), ...lines] : lines).join('\n') + '\n'
+  }
+}
+
+/**
+ * `{"<key>": [...]}` as renderJson prints it, written an array page at a time: `open()` starts it,
+ * `items(page)` continues it, `close()` ends it.
+ */
+export function jsonArrayPages(key: string): { open(): string; items(page: unknown[]): string; close(): string } {
+  let count = 0
+  const item = (v: unknown): string => '    ' + JSON.stringify(v, null, 2).replace(/\n/g, '\n    ')
+  return {
+    open: () => `{\n  ${JSON.stringify(key)}: [`,
+    items(page) {
+      if (page.length === 0) return ''
+      const text = (count === 0 ? '\n' : ',\n') + page.map(item).join(',\n')
+      count += page.length
+      return text
+    },
+    close: () => (count === 0 ? ']\n}\n' : '\n  ]\n}\n'),
+  }
 }
 
 export function renderView(view: View): string {

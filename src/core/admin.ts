@@ -6,7 +6,7 @@
  * state here: callers ask for passwords and confirmations, and render the plain data returned.
  */
 import type { Algorithm, Config } from '../config/types.js'
-import type { KeyRecord, SessionRecord, Store, UserRecord } from '../store/store.js'
+import type { KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { generateKey, keyStates } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
@@ -78,6 +78,16 @@ export interface KeySummary {
   verifiesUntil: number | null
 }
 
+export interface SessionScanOptions {
+  /** sessions per page (default 500) */
+  pageSize?: number
+  signal?: AbortSignal
+}
+
+/** index entries read per stretch of a listing */
+const SCAN_CHUNK = 2000
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
 export interface PasswordTools {
   hasher: PasswordHasher
   policy: PasswordPolicy
@@ -116,6 +126,23 @@ export interface Admin {
 
   /** live sessions, newest first; of one user if `userRef` is given */
   listSessions(userRef?: string): SessionSummary[]
+  /**
+   * The same list a page at a time, for a store of any size: only the index entries of live
+   * sessions are held (to sort them), records are read one page at a time, and the event loop
+   * turns between pages. Throws USER_NOT_FOUND at once, before the first page.
+   */
+  sessionPages(userRef?: string, opts?: SessionScanOptions): AsyncIterable<SessionSummary[]>
+  /**
+   * What the terminal UI lists, read like sessionPages, a bounded stretch at a time: every user
+   * with its live sessions counted, the `sessions.limit` most recently used live sessions whose
+   * user's email `match`es, and how many match in all. Rejects with the signal's reason once
+   * `signal` is aborted.
+   */
+  overview(opts: { sessions: { limit: number; match?: (email: string | null) => boolean }; signal?: AbortSignal }): Promise<{
+    users: UserSummary[]
+    sessions: SessionSummary[]
+    sessionsTotal: number
+  }>
   /** ends one session: its refresh token and its access tokens stop working */
   revokeSession(id: string): Promise<SessionSummary>
   revokeUserSessions(userRef: string): Promise<{ user: UserSummary; revoked: number }>
@@ -183,14 +210,80 @@ export function createAdmin(deps: AdminDeps): Admin {
     const at = now()
     return store.listSessions(userId).filter((s) => isLive(s, at, config.sessions))
   }
+  // from the index entries: no session record is read to count them
+  const liveCount = (userId: string): number => {
+    const at = now()
+    let n = 0
+    let after: SessionCursor | undefined
+    for (;;) {
+      const page = store.sessionEntries({ userId, after, limit: SCAN_CHUNK })
+      for (const e of page) if (isLive(e, at, config.sessions)) n++
+      if (page.length < SCAN_CHUNK) return n
+      after = page[page.length - 1]
+    }
+  }
   const summary = (u: UserRecord): UserSummary => ({
     id: u.id,
     email: u.email,
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
     disabled: u.disabled,
-    sessions: liveSessions(u.id).length,
+    sessions: liveCount(u.id),
   })
+  const emailCache = (): ((userId: string) => string | null) => {
+    const emails = new Map<string, string | null>()
+    return (userId) => {
+      if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
+      return emails.get(userId) ?? null
+    }
+  }
+  /**
+   * The live sessions' index entries, `keep`-filtered, a chunk per turn of the event loop: the
+   * order key and the id of each, nothing more (100 000 sessions are a few MB here).
+   */
+  const scanLive = async (opts: {
+    userId?: string
+    by: 'createdAt' | 'lastUsedAt'
+    keep?: (e: SessionEntry) => boolean
+    top?: number
+    /** live sessions counted per user, kept or not */
+    perUser?: Map<string, number>
+    signal?: AbortSignal
+  }): Promise<{ ids: string[]; total: number }> => {
+    const at = now()
+    let found: Array<[number, string]> = []
+    let total = 0
+    let after: SessionCursor | undefined
+    // newest first, then by id: the order every listing shows
+    const order = (a: [number, string], b: [number, string]): number => b[0] - a[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)
+    for (;;) {
+      opts.signal?.throwIfAborted()
+      const page = store.sessionEntries({ userId: opts.userId, after, limit: SCAN_CHUNK })
+      for (const e of page) {
+        if (!isLive(e, at, config.sessions)) continue
+        opts.perUser?.set(e.userId, (opts.perUser.get(e.userId) ?? 0) + 1)
+        if (opts.keep !== undefined && !opts.keep(e)) continue
+        total++
+        found.push([e[opts.by], e.id])
+      }
+      // only the top ones are wanted: never hold more than twice as many
+      if (opts.top !== undefined && found.length > 2 * opts.top) found = found.sort(order).slice(0, opts.top)
+      if (page.length < SCAN_CHUNK) break
+      after = page[page.length - 1]
+      await nextTurn()
+    }
+    found.sort(order)
+    return { ids: (opts.top === undefined ? found : found.slice(0, opts.top)).map(([, id]) => id), total }
+  }
+  // the summaries of `ids` still live, reading their records
+  const summaries = (ids: string[], emailOf: (userId: string) => string | null): SessionSummary[] => {
+    const at = now()
+    const out: SessionSummary[] = []
+    for (const s of store.getSessions(ids)) {
+      if (s !== undefined && isLive(s, at, config.sessions)) out.push(sessionSummary(s, emailOf(s.userId)))
+    }
+    return out
+  }
   const sessionSummary = (s: SessionRecord, email: string | null): SessionSummary => ({
     id: s.id,
     userId: s.userId,
@@ -305,14 +398,40 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     listSessions(userRef) {
       const user = userRef === undefined ? undefined : resolveUser(userRef)
-      const emails = new Map<string, string | null>()
-      const emailOf = (userId: string): string | null => {
-        if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
-        return emails.get(userId)!
-      }
+      const emailOf = emailCache()
       return liveSessions(user?.id)
         .sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))
         .map((s) => sessionSummary(s, emailOf(s.userId)))
+    },
+
+    sessionPages(userRef, opts = {}) {
+      const user = userRef === undefined ? undefined : resolveUser(userRef)
+      const pageSize = opts.pageSize ?? 500
+      return {
+        async *[Symbol.asyncIterator]() {
+          const { ids } = await scanLive({ userId: user?.id, by: 'createdAt', signal: opts.signal })
+          const emailOf = emailCache()
+          for (let i = 0; i < ids.length; i += pageSize) {
+            if (i > 0) await nextTurn()
+            opts.signal?.throwIfAborted()
+            const page = summaries(ids.slice(i, i + pageSize), emailOf)
+            if (page.length > 0) yield page
+          }
+        },
+      }
+    },
+
+    async overview({ sessions, signal }) {
+      const emailOf = emailCache()
+      const match = sessions.match
+      const keep = match === undefined ? undefined : (e: SessionEntry): boolean => match(emailOf(e.userId))
+      const perUser = new Map<string, number>()
+      const { ids, total } = await scanLive({ by: 'lastUsedAt', keep, top: sessions.limit, perUser, signal })
+      const users = store
+        .listUsers()
+        .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
+        .map((u) => ({ id: u.id, email: u.email, createdAt: u.createdAt, updatedAt: u.updatedAt, disabled: u.disabled, sessions: perUser.get(u.id) ?? 0 }))
+      return { users, sessions: summaries(ids, emailOf), sessionsTotal: total }
     },
 
     async revokeSession(id) {

@@ -192,7 +192,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const now = deps.now()
     const refreshToken = newRefreshToken()
     const sessionId = newSessionId()
-    await store.createSession({
+    // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
+    // same write: racing logins never leave more
+    const evicted = await store.createSession({
       id: sessionId,
       userId: user.id,
       createdAt: now,
@@ -206,7 +208,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       generation: 0,
       familyHash: familyHashOf(refreshToken),
       rotations: [],
-    })
+    }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) })
+    for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
     const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId })
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
   }

@@ -12,7 +12,7 @@
  * that token can open it, and the store alone never can.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RefreshDecision, Rotation, SessionRecord, Store } from '../store/store.js'
+import type { RefreshDecision, Rotation, SessionCursor, SessionEntry, SessionRecord, Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
 
@@ -157,19 +157,76 @@ export function withoutStaleSeals(s: SessionRecord, now: number, policy: Session
   return { ...rest, rotations: kept }
 }
 
+/** Sessions the sweep looks at per step; each step is one short synchronous stretch. */
+export const SWEEP_CHUNK = 256
+
+export interface SweepOptions {
+  /** index entries per step (default SWEEP_CHUNK) */
+  chunk?: number
+  /** what runs between steps (default: a turn of the event loop, so requests go first) */
+  pause?: () => Promise<void>
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
 /**
- * Deletes sessions past their idle or absolute expiry, and drops the sealed successors of live
- * ones once their grace has run out; returns how many sessions were deleted.
+ * Deletes sessions past their idle or absolute expiry, drops the sealed successors of live ones
+ * once their grace has run out, and, given `maxPerUser`, ends the live sessions of a user beyond
+ * it, oldest last use first (a store from before the max); returns how many sessions were
+ * deleted. It walks the sessions index a bounded chunk at a time, with one write per chunk and a
+ * turn of the event loop between chunks: a store of 100 000 sessions never holds the daemon's
+ * requests for more than one chunk's work. Only the sessions that hold seals are read whole.
  */
-export async function sweepExpiredSessions(store: Store, now: number, policy: SessionPolicy): Promise<number> {
+export async function sweepExpiredSessions(
+  store: Store,
+  now: number,
+  policy: SessionPolicy & { maxPerUser?: number },
+  opts: SweepOptions = {},
+): Promise<number> {
+  const chunk = opts.chunk ?? SWEEP_CHUNK
+  const pause = opts.pause ?? nextTurn
   let n = 0
-  for (const s of store.listSessions()) {
-    if (!isLive(s, now, policy)) {
-      if (await store.revokeSession(s.id)) n++
-    } else if (withoutStaleSeals(s, now, policy) !== undefined) {
-      // decided again on the record as it is inside the write: it may have rotated since
-      await store.updateSession(s.id, (current) => withoutStaleSeals(current, now, policy))
+  // the live sessions of the user being walked (the index is in user order)
+  let user: string | undefined
+  let live: SessionEntry[] = []
+  const trimUser = async (ofUser: SessionEntry[]): Promise<void> => {
+    const max = policy.maxPerUser
+    if (max === undefined || ofUser.length <= max) return
+    ofUser.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+    const excess = ofUser.slice(0, ofUser.length - max)
+    for (let i = 0; i < excess.length; i += chunk) {
+      await pause()
+      const part = excess.slice(i, i + chunk)
+      const seen = new Map(part.map((e) => [e.id, e.lastUsedAt]))
+      // one used since it was read is no longer among the oldest: left alone
+      n += await store.sweepSessions([...seen.keys()], (s) => (s.lastUsedAt === seen.get(s.id) ? 'delete' : undefined))
     }
   }
-  return n
+  let after: SessionCursor | undefined
+  for (;;) {
+    const entries = store.sessionEntries({ after, limit: chunk })
+    if (entries.length > 0) after = entries[entries.length - 1]
+    const due: string[] = []
+    const walked: SessionEntry[][] = []
+    for (const e of entries) {
+      const alive = isLive(e, now, policy)
+      if (!alive || e.sealed) due.push(e.id)
+      if (!alive) continue
+      if (e.userId !== user) {
+        if (user !== undefined) walked.push(live)
+        user = e.userId
+        live = []
+      }
+      live.push(e)
+    }
+    // decided again on each record as it is inside the write: it may have been used since
+    if (due.length > 0) n += await store.sweepSessions(due, (s) => (isLive(s, now, policy) ? withoutStaleSeals(s, now, policy) : 'delete'))
+    // the users whose entries ended in this chunk (and the last one, at the end of the walk)
+    for (const w of walked) await trimUser(w)
+    if (entries.length < chunk) {
+      await trimUser(live)
+      return n
+    }
+    await pause()
+  }
 }

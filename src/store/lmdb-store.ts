@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type RefreshDecision, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -20,6 +20,8 @@ const MAX_KEY_BYTES = 1000
 const LIMIT_CLEARS_KEPT = 64
 
 type Key = string | (string | number)[]
+const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
+type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number, sealed: 0 | 1]
 
 export class StoreError extends Error {
   readonly code: string
@@ -29,6 +31,13 @@ export class StoreError extends Error {
     this.code = code
   }
 }
+
+/**
+ * At most this many sessions end in one login's write: only a user far beyond the max (a store
+ * from before the max) has more to lose, and deleting them all at once held the event loop for
+ * seconds (100 000: 3.6 s); the sweep trims the rest in chunks.
+ */
+const EVICT_PER_WRITE = 256
 
 /** decoded records remembered per database by decodedOnChange */
 const DECODED_KEPT = 4096
@@ -152,7 +161,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const users = db<UserRecord>('users')
   const emails = db<string>('emails')
   const sessions = db<SessionRecord>('sessions')
-  const userSessions = db<true>('user_sessions')
+  // [userId, sessionId] → [createdAt, lastUsedAt, expiresAt, sealed] of the session, kept in step
+  // with its record (older versions wrote `true`: such an entry is read through the record)
+  const userSessions = db<IndexTimes | true>('user_sessions')
   const refresh = db<string>('refresh')
   const sessionTokens = db<string>('session_tokens')
   const keys = db<KeyRecord>('keys')
@@ -218,6 +229,37 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const putFamily = (s: SessionRecord): void => {
     refresh.put(s.familyHash!, s.id)
     sessionTokens.put([s.id, -1], s.familyHash!)
+  }
+  // inside a write transaction: write a session's record and its entry in the per-user index
+  const putSessionTx = (s: SessionRecord): void => {
+    sessions.put(s.id, s)
+    userSessions.put([s.userId, s.id], [s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s) ? 1 : 0])
+  }
+  // an index entry as a SessionEntry (an older version's entry through its record; none if gone)
+  const entryOf = (key: Key, value: IndexTimes | true): SessionEntry | undefined => {
+    const [userId, id] = key as [string, string]
+    if (value !== true) return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2], sealed: value[3] === 1 }
+    const s = sessions.get(id)
+    return s === undefined ? undefined : { id, userId, createdAt: s.createdAt, lastUsedAt: s.lastUsedAt, expiresAt: s.expiresAt, sealed: hasSeals(s) }
+  }
+  const userRange = (userId: string): { start: Key; end: Key } => ({ start: [userId], end: [userId, '\uffff'] })
+  // inside a write transaction: the user's live sessions beyond `limit.max - 1`, oldest last use
+  // first, deleted. Only the small index entries are read, not the sessions themselves.
+  const evictTx = (userId: string, limit: SessionLimit): SessionEntry[] => {
+    const live: SessionEntry[] = []
+    for (const { key, value } of userSessions.getRange(userRange(userId))) {
+      const e = entryOf(key, value)
+      if (e !== undefined && limit.isLive(e)) live.push(e)
+    }
+    const excess = live.length - (limit.max - 1)
+    if (excess <= 0) return []
+    live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+    const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+    for (const e of evicted) {
+      const s = sessions.get(e.id)
+      if (s !== undefined) deleteSessionTx(s)
+    }
+    return evicted
   }
   // inside a write transaction: remove a session with its indexes
   const deleteSessionTx = (s: SessionRecord): void => {
@@ -295,6 +337,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
 
     getSession: (id) => (tooLong(id) ? undefined : readSession(id)),
+    getSessions: (ids) => ids.map((id) => (tooLong(id) ? undefined : sessions.get(id))),
     listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
       const out: SessionRecord[] = []
@@ -305,14 +348,33 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       return out
     },
     countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
-    createSession: (s) =>
-      write(() => {
-        sessions.put(s.id, s)
-        userSessions.put([s.userId, s.id], true)
+    sessionEntries({ userId, after, limit }) {
+      const range: { start?: Key; end?: Key } = userId === undefined ? {} : userRange(userId)
+      // resume at the cursor's key, skipping the cursor itself if it is still there
+      if (after !== undefined) range.start = [after.userId, after.id]
+      const out: SessionEntry[] = []
+      for (const { key, value } of userSessions.getRange(range)) {
+        const [u, id] = key as [string, string]
+        if (after !== undefined && u === after.userId && id === after.id) continue
+        const e = entryOf(key, value)
+        if (e !== undefined) out.push(e)
+        if (out.length >= limit) break
+      }
+      return out
+    },
+    async createSession(s, limit) {
+      const evicted = await write(() => {
+        const ended = limit === undefined ? [] : evictTx(s.userId, limit)
+        putSessionTx(s)
         refresh.put(s.refreshHash, s.id)
         sessionTokens.put([s.id, s.generation], s.refreshHash)
         if (s.familyHash !== undefined) putFamily(s)
-      }),
+        return ended
+      })
+      // an eviction is a revocation: acknowledged once durable
+      if (evicted.length > 0) await root.flushed
+      return evicted
+    },
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
       let revoked = false
       const result = await write(() => {
@@ -321,7 +383,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         const d = decide(current)
         if (d.action === 'rotate') {
           const next = d.session
-          sessions.put(next.id, next)
+          putSessionTx(next)
           refresh.put(next.refreshHash, next.id)
           sessionTokens.put([next.id, next.generation], next.refreshHash)
           // a session of an older version gets its family at its first rotation
@@ -347,8 +409,22 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         if (current === undefined) return undefined
         const next = change(current)
         if (next === undefined) return current
-        sessions.put(id, next)
+        putSessionTx(next)
         return next
+      }),
+    sweepSessions: (ids, change) =>
+      write(() => {
+        let n = 0
+        for (const id of ids) {
+          const current = sessions.get(id)
+          if (current === undefined) continue
+          const next = change(current)
+          if (next === 'delete') {
+            deleteSessionTx(current)
+            n++
+          } else if (next !== undefined) putSessionTx(next)
+        }
+        return n
       }),
     revokeSession: (id) =>
       durable(

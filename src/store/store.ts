@@ -52,6 +52,31 @@ export interface SessionRecord {
   rotations?: Rotation[]
 }
 
+/**
+ * What the per-user index holds of a session: enough to tell whether it is live and how old it
+ * is without reading the session itself.
+ */
+export interface SessionEntry {
+  id: string
+  userId: string
+  createdAt: number
+  lastUsedAt: number
+  expiresAt: number
+  /** whether the record holds sealed successors (`rotations`), which the sweep drops once stale */
+  sealed: boolean
+}
+
+/** Where a walk over the sessions index (`sessionEntries`) resumes: after this entry. */
+export type SessionCursor = Pick<SessionEntry, 'userId' | 'id'>
+
+/** The sessions-per-user bound applied by `createSession` (sessions.max_per_user). */
+export interface SessionLimit {
+  /** live sessions a user may have, the new one included */
+  max: number
+  /** whether a session counts as live (an expired one neither counts nor is evicted) */
+  isLive(s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>): boolean
+}
+
 export interface Rotation {
   hash: string
   at: number
@@ -132,9 +157,27 @@ export interface Store {
 
   // sessions
   getSession(id: string): SessionRecord | undefined
+  /**
+   * Sessions by id, in order (undefined for one that is gone), read plainly: for listings, which
+   * read each session once (getSession keeps decoded records for the reads /me repeats).
+   */
+  getSessions(ids: string[]): Array<SessionRecord | undefined>
   listSessions(userId?: string): SessionRecord[]
   countSessions(userId: string): number
-  createSession(session: SessionRecord): Promise<void>
+  /**
+   * One bounded page of the sessions index, in index order (by user, then session id), after
+   * `after`; of one user if `userId` is given. Walking a huge store page by page keeps memory and
+   * each synchronous stretch bounded.
+   */
+  sessionEntries(opts: { userId?: string; after?: SessionCursor; limit: number }): SessionEntry[]
+  /**
+   * Creates the session. With `limit`, in the same write transaction, the user's live sessions
+   * beyond `limit.max - 1` (the oldest last use first) are deleted with their token entries, so
+   * that with the new one the user has at most `limit.max`, however many logins race. Resolves
+   * to the sessions so ended. A bounded number end per call (a user far beyond the max, from a
+   * store of before it, comes down over several logins and the sweep).
+   */
+  createSession(session: SessionRecord, limit?: SessionLimit): Promise<SessionEntry[]>
   /**
    * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
    * one of the token's family (`familyHash`: any token the session ever had), and lets
@@ -147,6 +190,12 @@ export interface Store {
    * stay as they are. Resolves to the record now stored, or undefined if there is none.
    */
   updateSession(id: string, change: (session: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined>
+  /**
+   * For each of `ids` that still exists, inside one write transaction: `change(current)` answers
+   * 'delete' (the session goes with its token entries), a replacement record, or undefined (left
+   * as it is). Resolves to how many were deleted. For the sweep: keep `ids` to a bounded chunk.
+   */
+  sweepSessions(ids: string[], change: (session: SessionRecord) => SessionRecord | 'delete' | undefined): Promise<number>
   /** deletes one session and its refresh-token entries; false if it did not exist */
   revokeSession(id: string): Promise<boolean>
   /** deletes every session of a user; returns how many */

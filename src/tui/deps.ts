@@ -42,8 +42,21 @@ export interface KeyRow {
 
 export interface Snapshot {
   users: UserRow[]
+  /** the most recently used live sessions of users matching the filter (at most SESSIONS_READ) */
   sessions: SessionRow[]
+  /** how many live sessions match in all (absent: all are in `sessions`) */
+  sessionsTotal?: number
   keys: KeyRow[]
+}
+
+/** The Sessions view reads at most this many sessions: a store may hold 100 000 */
+export const SESSIONS_READ = 500
+
+export interface SnapshotOptions {
+  /** the Sessions view's filter: sessions are read of the users whose email contains it */
+  sessionFilter?: string
+  /** aborted when the UI quits: the read stops at its next step */
+  signal?: AbortSignal
 }
 
 export interface SmokeInput {
@@ -74,8 +87,11 @@ export interface TuiDeps {
   smokeStepNames: string[]
   now(): number
 
-  /** everything the lists show, read fresh (called about once a second) */
-  snapshot(): Promise<Snapshot>
+  /**
+   * everything the lists show, read fresh (called about once a second); a long read proceeds in
+   * steps that let keys through, so it never holds the UI up
+   */
+  snapshot(opts?: SnapshotOptions): Promise<Snapshot>
 
   /** creates a user; rejects with the policy or conflict message (e.g. "Password is too common") */
   addUser(email: string, password: string): Promise<UserRow>

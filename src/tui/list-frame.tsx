@@ -15,11 +15,14 @@ export function ListFrame<T>(props: {
   row: (row: T, selected: boolean) => ReactNode
   /** shown instead of the rows while the store has not been read */
   loading: boolean
+  /** how many there are in all, when `rows` holds only the first of them */
+  total?: number
 }) {
   const { list, rows, selected, height, noun } = props
   const start = pageStart(selected, height)
   const page = rows.slice(start, start + height)
-  const where = rows.length === 0 ? `no ${noun}` : `${start + 1}-${start + page.length} of ${rows.length} ${noun}`
+  const beyond = props.total !== undefined && props.total > rows.length ? ` (the latest of ${props.total})` : ''
+  const where = rows.length === 0 ? `no ${noun}` : `${start + 1}-${start + page.length} of ${rows.length} ${noun}${beyond}`
   return (
     <Box flexDirection="column">
       {props.heading}

@@ -194,7 +194,8 @@ export function reducer(state: State, action: Action): State {
     case 'sessionRevokeUser': {
       const s = selectedSession(state)
       if (s === undefined) return state
-      const count = (state.snapshot?.sessions ?? []).filter((x) => x.userId === s.userId).length
+      // the user's count covers sessions beyond those read for the list
+      const count = state.snapshot?.users.find((u) => u.id === s.userId)?.sessions ?? (state.snapshot?.sessions ?? []).filter((x) => x.userId === s.userId).length
       return askFirst(state, `Revoke all ${plural(count, 'session')} of ${s.email}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
     }
 

@@ -42,6 +42,7 @@ export function SessionsView(props: { state: State; height: number; now: number 
       noun="sessions"
       empty={list.filter === '' ? 'No live sessions: they start when users log in.' : 'No live sessions of a matching user.'}
       loading={state.snapshot === null}
+      total={list.filter === '' ? state.snapshot?.sessionsTotal : undefined}
       heading={<Heading cells={cells(['USER', 'IP', 'USER AGENT', 'LAST USED', 'EXPIRES'])} />}
       row={(s, selected) => (
         <Row

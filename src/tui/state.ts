@@ -155,7 +155,9 @@ export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; lis
 
 // ---- selectors ---------------------------------------------------------------------------
 
-const contains = (text: string, filter: string): boolean => filter === '' || text.toLowerCase().includes(filter.trim().toLowerCase())
+/** whether a list's filter lets `text` through */
+export const matchesFilter = (text: string, filter: string): boolean => filter === '' || text.toLowerCase().includes(filter.trim().toLowerCase())
+const contains = matchesFilter
 
 /** users whose email matches the filter, by email */
 export function visibleUsers(state: State): UserRow[] {

@@ -6,7 +6,8 @@
 import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/admin.js'
 import type { SmokeOptions, SmokeResult } from '../cli/smoke-steps.js'
 import { SMOKE_STEP_NAMES } from '../cli/smoke-steps.js'
-import type { KeyRow, SessionRow, SmokeStepEvent, TuiDeps, UserRow } from './deps.js'
+import { SESSIONS_READ, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
+import { matchesFilter } from './state.js'
 
 export interface StoreTuiDepsOptions {
   admin: Admin
@@ -64,10 +65,16 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
     smokeStepNames: [...SMOKE_STEP_NAMES],
     now: opts.now ?? Date.now,
 
-    async snapshot() {
+    async snapshot(o = {}) {
+      const filter = o.sessionFilter ?? ''
+      const read = await admin.overview({
+        sessions: { limit: SESSIONS_READ, match: filter === '' ? undefined : (email) => email !== null && matchesFilter(email, filter) },
+        signal: o.signal,
+      })
       return {
-        users: admin.listUsers().map(userRow),
-        sessions: admin.listSessions().map(sessionRow),
+        users: read.users.map(userRow),
+        sessions: read.sessions.map(sessionRow),
+        sessionsTotal: read.sessionsTotal,
         keys: (await admin.listKeys()).map(keyRow),
       }
     },

@@ -21,9 +21,14 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
   const alive = useRef(true)
   const loadNow = useRef<() => void>(() => {})
   const started = useRef(new Set<number>())
+  // the Sessions view's filter, read by each load: the sessions read are those it matches
+  const sessionFilter = useRef(state.lists.sessions.filter)
+  sessionFilter.current = state.lists.sessions.filter
 
   useEffect(() => {
     alive.current = true
+    // a read in progress when the UI quits stops at its next step
+    const quit = new AbortController()
     let loading = false
     let again = false
     const load = (): void => {
@@ -33,7 +38,7 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
       }
       loading = true
       Promise.resolve()
-        .then(() => deps.snapshot())
+        .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
         .then(
           (snapshot) => alive.current && dispatch({ type: 'loaded', snapshot }),
           (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
@@ -51,9 +56,19 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
     const timer = setInterval(load, pollMs)
     return () => {
       alive.current = false
+      quit.abort()
       clearInterval(timer)
     }
   }, [deps, dispatch, pollMs])
+
+  // another filter: read the sessions it matches now, not at the next poll
+  const filter = state.lists.sessions.filter
+  const readFilter = useRef(filter)
+  useEffect(() => {
+    if (filter === readFilter.current) return
+    readFilter.current = filter
+    loadNow.current()
+  }, [filter])
 
   useEffect(() => {
     for (const running of state.tasks) {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { cell, formatTable, iso, renderJson, renderView, shortTime } from '../../src/cli/output.js'
+import { cell, formatTable, iso, jsonArrayPages, renderJson, renderView, shortTime, tablePages } from '../../src/cli/output.js'
 
 t.test('tables align columns by characters, not bytes, and trim trailing space', async (t) => {
   t.equal(
@@ -24,4 +24,20 @@ t.test('views and JSON', async (t) => {
   t.equal(iso(null), null)
   t.equal(shortTime(Date.UTC(2025, 2, 4, 9, 5, 0, 7)), '2025-03-04T09:05:00Z')
   t.equal(shortTime(null), '-')
+})
+
+t.test('a document written a page at a time is the one renderJson prints', async (t) => {
+  const items = [{ id: 'a', n: 1, nested: { x: [1, 2] } }, { id: 'b', s: 'two\nlines' }, { id: 'c' }]
+  for (const pages of [[], [[]], [items], [items.slice(0, 1), [], items.slice(1)], items.map((i) => [i])]) {
+    const doc = jsonArrayPages('sessions')
+    const text = doc.open() + pages.map((p) => doc.items(p)).join('') + doc.close()
+    t.equal(text, renderJson({ sessions: pages.flat() }), `${pages.length} pages`)
+  }
+})
+
+t.test('a table printed a page at a time: one page is formatTable; later pages keep its widths', async (t) => {
+  const rows = [['a', 'ünïcode@example.com', '1'], ['bbbb', 'x@y', '22']]
+  t.equal(tablePages(['ID', 'EMAIL', 'N'])(rows), formatTable(['ID', 'EMAIL', 'N'], rows))
+  const pages = tablePages(['ID', 'EMAIL', 'N'])
+  t.equal(pages(rows) + pages([['cc', 'y@z', '3'], ['a-much-longer-id', 'q', '4']]), formatTable(['ID', 'EMAIL', 'N'], rows) + 'cc    y@z                  3\na-much-longer-id  q                    4\n')
 })

@@ -4,7 +4,7 @@
  * grace has run out (a copy of the store and a used token must not lead to the live token).
  */
 import t from 'tap'
-import { familyHashOf, hashToken, openSuccessor, sweepExpiredSessions, withoutStaleSeals } from '../../src/core/sessions.js'
+import { familyHashOf, hashToken, isLive, openSuccessor, sweepExpiredSessions, withoutStaleSeals } from '../../src/core/sessions.js'
 import type { SessionRecord, Store } from '../../src/store/store.js'
 import { newSession as stored, openStore, policy, refresh, rotate, T0 } from '../helpers/refresh-store.js'
 
@@ -71,12 +71,92 @@ t.test('the sweep decides again inside the write: a rotation since it read the l
   // a store whose list is read before a rotation that lands before the sweep's write
   const racing: Store = Object.create(store) as Store
   let rt2 = ''
-  racing.updateSession = async (id, change) => {
+  racing.sweepSessions = async (ids, change) => {
     rt2 = await rotate(store, rt1, now)
-    return store.updateSession(id, change)
+    return store.sweepSessions(ids, change)
   }
   await sweepExpiredSessions(racing, now, policy)
   const s = store.getSession('s')!
   t.same(s.rotations!.map((r) => r.hash), [hashToken(rt1)], "the new rotation's seal stays: it is inside its grace")
   t.match(await refresh(store, rt1, now + 1), { kind: 'grace', token: rt2 })
+})
+
+t.test('a session used between the read and the write of its chunk is not deleted', async (t) => {
+  const store = await openStore(t)
+  await newSession(store, 's')
+  const now = T0 + policy.idleTtlMs
+  const racing: Store = Object.create(store) as Store
+  racing.sweepSessions = async (ids, change) => {
+    await store.updateSession('s', (s) => ({ ...s, lastUsedAt: now - 1 }))
+    return store.sweepSessions(ids, change)
+  }
+  t.equal(await sweepExpiredSessions(racing, now, policy), 0)
+  t.ok(store.getSession('s'), 'it lives')
+})
+
+/** `n` sessions of `users` users straight into the store, the first `expired` of them long expired */
+async function seed(store: Store, n: number, expired: number, users = 7): Promise<void> {
+  const writes: Promise<unknown>[] = []
+  for (let i = 0; i < n; i++) {
+    const at = i < expired ? T0 - policy.absoluteTtlMs - i : T0 + i
+    writes.push(stored(store, { id: `s${String(i).padStart(5, '0')}`, userId: `u${i % users}`, at }))
+  }
+  await Promise.all(writes)
+}
+
+t.test('the sweep of a big store works in bounded chunks, letting the event loop turn between them', async (t) => {
+  const store = await openStore(t)
+  await seed(store, 3000, 2500)
+  const now = T0 + 3000
+  // every record the sweep reads or writes, counted per stretch between two turns of the loop
+  const counting: Store = Object.create(store) as Store
+  let stretch = 0
+  let longest = 0
+  const touched = (k: number): void => {
+    stretch += k
+    longest = Math.max(longest, stretch)
+  }
+  counting.listSessions = (u) => { const r = store.listSessions(u); touched(r.length); return r } // prettier-ignore
+  counting.sessionEntries = (o) => { const r = store.sessionEntries(o); touched(r.length); return r } // prettier-ignore
+  counting.getSession = (id) => { touched(1); return store.getSession(id) } // prettier-ignore
+  counting.sweepSessions = (ids, change) => { touched(ids.length); return store.sweepSessions(ids, change) } // prettier-ignore
+  let turns = 0
+  let sweeping = true
+  const turn = (): void => {
+    turns++
+    stretch = 0
+    if (sweeping) setImmediate(turn)
+  }
+  setImmediate(turn)
+  const deleted = await sweepExpiredSessions(counting, now, policy, { chunk: 200 })
+  sweeping = false
+  t.equal(deleted, 2500)
+  t.equal(store.sessionEntries({ limit: 10_000 }).length, 500, 'the live ones stay')
+  t.ok(store.sessionEntries({ limit: 10_000 }).every((e) => isLive(e, now, policy)))
+  t.ok(longest <= 2 * 200, `no stretch between two turns of the loop touched more than two chunks (longest: ${longest})`)
+  t.ok(turns >= 3000 / 200 - 1, `the loop turned between the chunks (${turns} turns)`)
+})
+
+t.test('a chunk boundary loses nothing: every expired session goes, whatever the chunk size', async (t) => {
+  for (const chunk of [1, 7, 100, 1000]) {
+    const store = await openStore(t)
+    await seed(store, 120, 60, 3)
+    t.equal(await sweepExpiredSessions(store, T0 + 200, policy, { chunk }), 60, `chunk ${chunk}`)
+    t.equal(store.sessionEntries({ limit: 1000 }).length, 60)
+  }
+})
+
+t.test('a user beyond max_per_user (a store from before it) is trimmed by the sweep, oldest last use first, in chunks', async (t) => {
+  const store = await openStore(t)
+  // u0: 1000 live sessions; u1 and u2: 10 each
+  await Promise.all(Array.from({ length: 1000 }, (_, i) => stored(store, { id: `a${String(i).padStart(4, '0')}`, userId: 'u0', at: T0 + i })))
+  for (const u of ['u1', 'u2']) await Promise.all(Array.from({ length: 10 }, (_, i) => stored(store, { id: `${u}-${i}`, userId: u, at: T0 + i })))
+  let pauses = 0
+  const deleted = await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }, { chunk: 100, pause: async () => void pauses++ })
+  t.equal(deleted, 950)
+  t.same(store.listSessions('u0').map((s) => s.id).sort(), Array.from({ length: 50 }, (_, i) => `a0${950 + i}`), 'the 50 most recently used stay')
+  t.equal(store.countSessions('u1'), 10)
+  t.equal(store.countSessions('u2'), 10)
+  t.ok(pauses >= 950 / 100, `in chunks (${pauses} pauses)`)
+  t.equal(await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }), 0, 'nothing more to do')
 })

@@ -171,3 +171,55 @@ t.test('smoke: a wrong password fails at login and skips the rest; a bad URL is 
   t.match(refused.find((e) => e.status === 'fail'), { name: 'login', detail: /connection refused/ })
   t.equal((await call(server.url, 'GET', '/healthz')).status, 200, 'the daemon is unharmed')
 })
+
+t.test('a store of 20 000 sessions: the snapshot reads the 500 most recently used in steps that let the event loop turn', async (t) => {
+  const app = await buildApp(t)
+  const now = Date.now()
+  const users = await Promise.all(Array.from({ length: 40 }, (_, u) => app.store.createUser({ id: `user${u}`, email: `u${u}@example.com`, passwordHash: 'x', createdAt: now, updatedAt: now, disabled: false })))
+  t.ok(users.every(Boolean))
+  const N = 20_000
+  for (let i = 0; i < N; i += 2000) {
+    await Promise.all(
+      Array.from({ length: 2000 }, (_, k) =>
+        app.store.createSession({
+          id: `s${String(i + k).padStart(6, '0')}`,
+          userId: `user${(i + k) % 40}`,
+          createdAt: now - 60_000,
+          lastUsedAt: now - (i + k),
+          expiresAt: now + 86_400_000,
+          ip: '203.0.113.7',
+          userAgent: 'seeded',
+          refreshHash: `h${i + k}`,
+          previousHash: null,
+          rotatedAt: null,
+          generation: 0,
+        }),
+      ),
+    )
+  }
+  const deps = tuiDeps(app, () => now)
+  // a key pressed while the store is read is handled between two of its steps: count the turns
+  let turns = 0
+  let reading = true
+  const turn = (): void => {
+    turns++
+    if (reading) setImmediate(turn)
+  }
+  setImmediate(turn)
+  const snap = await deps.snapshot()
+  reading = false
+  t.ok(turns >= 5, `the event loop turned while the store was read (${turns} turns)`)
+  t.equal(snap.sessions.length, 500, 'the list holds the 500 ...')
+  t.same(snap.sessions.slice(0, 3).map((s) => s.id), ['s000000', 's000001', 's000002'], '... most recently used')
+  t.equal(snap.sessionsTotal, N, 'and says how many there are')
+  t.same(snap.users.find((u) => u.email === 'u7@example.com')?.sessions, N / 40, 'user counts cover every session')
+
+  const filtered = await deps.snapshot({ sessionFilter: 'u7@' })
+  t.equal(filtered.sessionsTotal, N / 40)
+  t.ok(filtered.sessions.every((s) => s.email === 'u7@example.com'), 'a filter reads the sessions of matching users, beyond the latest 500')
+  t.equal(filtered.sessions.length, N / 40)
+
+  const quit = new AbortController()
+  quit.abort()
+  await t.rejects(deps.snapshot({ signal: quit.signal }), { name: 'AbortError' }, 'a read for a UI that quit stops')
+})

@@ -399,6 +399,42 @@ t.test('q quits: the app unmounts and stops reading the store', async (t) => {
   t.equal(ui.frame(), frame, 'keys no longer reach it')
 })
 
+t.test('q quits at once while the store is still being read, and stops the read', async (t) => {
+  const deps = seeded()
+  let signal: AbortSignal | undefined
+  // a read that would take a long time: it ends only when aborted
+  deps.snapshot = (o) =>
+    new Promise((_, reject) => {
+      signal = o?.signal
+      signal?.addEventListener('abort', () => reject(signal!.reason))
+    })
+  const ui = mount(t, deps)
+  await ui.waitFor('Reading the store')
+  await ui.press('q')
+  await sleep(50)
+  t.ok(signal?.aborted, 'the read in progress was told to stop')
+  const frame = ui.frame()
+  await ui.press('2')
+  t.equal(ui.frame(), frame, 'keys no longer reach it')
+})
+
+t.test('the Sessions view says when it shows only the latest of more sessions, and reads by the filter', async (t) => {
+  const deps = seeded()
+  const filters: Array<string | undefined> = []
+  const snapshot = deps.snapshot.bind(deps)
+  deps.snapshot = async (o) => {
+    filters.push(o?.sessionFilter)
+    return { ...(await snapshot(o)), sessionsTotal: 12345 }
+  }
+  const ui = mount(t, deps)
+  await ui.press('2')
+  await ui.waitFor('1-2 of 2 sessions (the latest of 12345)')
+  await ui.press('/', 'b', 'o')
+  const deadline = Date.now() + 3000
+  while (!filters.includes('bo') && Date.now() < deadline) await sleep(10)
+  t.ok(filters.includes('bo'), 'the read is of the sessions the filter matches')
+})
+
 t.test('Ctrl-C quits even from inside a form', async (t) => {
   const deps = seeded()
   let reads = 0

@@ -2,7 +2,7 @@
 import type { SessionSummary } from '../../core/admin.js'
 import type { StoreDeps } from '../deps.js'
 import { UsageError } from '../errors.js'
-import { cell, iso, shortTime, type View } from '../output.js'
+import { cell, iso, jsonArrayPages, shortTime, tablePages, type View } from '../output.js'
 import { userDoc, type UserDoc } from './user.js'
 
 /** a live session as authctl shows it (never a token or its hash) */
@@ -33,16 +33,36 @@ export const sessionDoc = (s: SessionSummary): SessionDoc => ({
 
 const t = (s: string): string => shortTime(Date.parse(s))
 
-export async function sessionsList(deps: StoreDeps, args: { user?: string }): Promise<{ sessions: SessionDoc[] }> {
-  return { sessions: deps.admin.listSessions(args.user).map(sessionDoc) }
+/**
+ * `sessions list`, printed while it is read (a store may hold 100 000 sessions: they are never
+ * all in memory): with `json`, the document `{"sessions": [...]}`, else the table. An unknown
+ * --user fails before anything is printed.
+ */
+export async function sessionsListPrint(
+  deps: StoreDeps,
+  args: { user?: string },
+  out: { json: boolean; write: (s: string) => boolean | void; drained?: () => Promise<void> },
+): Promise<void> {
+  const pages = deps.admin.sessionPages(args.user)
+  // a page is read only once the one before has been taken: a slow reader holds nothing up here
+  const write = async (text: string): Promise<void> => {
+    if (out.write(text) === false && out.drained !== undefined) await out.drained()
+  }
+  if (out.json) {
+    const doc = jsonArrayPages('sessions')
+    await write(doc.open())
+    for await (const page of pages) await write(doc.items(page.map(sessionDoc)))
+    await write(doc.close())
+    return
+  }
+  const table = tablePages(['SESSION', 'USER', 'CREATED', 'LAST USED', 'EXPIRES', 'IP', 'USER AGENT'])
+  let any = false
+  for await (const page of pages) {
+    any = true
+    await write(table(page.map(sessionDoc).map((s) => [s.id, cell(s.email ?? s.userId, 40), t(s.createdAt), t(s.lastUsedAt), t(s.expiresAt), cell(s.ip, 45), cell(s.userAgent, 40)])))
+  }
+  if (!any) await write('No live sessions.\n')
 }
-export const sessionsListView = (d: { sessions: SessionDoc[] }): View => ({
-  table: {
-    columns: ['SESSION', 'USER', 'CREATED', 'LAST USED', 'EXPIRES', 'IP', 'USER AGENT'],
-    rows: d.sessions.map((s) => [s.id, cell(s.email ?? s.userId, 40), t(s.createdAt), t(s.lastUsedAt), t(s.expiresAt), cell(s.ip, 45), cell(s.userAgent, 40)]),
-  },
-  empty: 'No live sessions.',
-})
 
 export interface RevokedDoc {
   revoked: number
