@@ -49,5 +49,6 @@ export function parseLimitTarget(text: string, ipKey: (address: string) => strin
   if (!text.includes('@')) return null
   // the limits are kept under the canonical form of whatever was tried, registrable or not
   const email = canonicalEmail(text)
-  return mayBeStoredEmail(email) ? { email } : null
+  const at = email.lastIndexOf('@')
+  return at > 0 && at < email.length - 1 && mayBeStoredEmail(email) ? { email } : null
 }

@@ -72,7 +72,9 @@ t.test('refresh and register count the same client address', async (t) => {
   const app = await startServer(t, {
     env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_RATE_LIMIT_REFRESH_PER_IP: '1/5m', AUTHD_RATE_LIMIT_REGISTER_PER_IP: '1/1h' },
   })
-  const refresh = (xff: string) => call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': xff } })
+  // a well-formed (unknown) token: a refresh without one takes no limiter key
+  const cookie = `${app.config.cookie.name}=${'A'.repeat(22)}.${'B'.repeat(43)}`
+  const refresh = (xff: string) => call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': xff, cookie } })
   t.equal((await refresh('203.0.113.1')).status, 401)
   t.equal((await refresh('203.0.113.1')).status, 429)
   t.equal((await refresh('203.0.113.2')).status, 401)
