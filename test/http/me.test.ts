@@ -112,7 +112,8 @@ t.test('rejects the access token of a session ended by logout', async (t) => {
   const app = await startServer(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const r = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
-  const cookie = (r.headers['set-cookie'] as string).split(';')[0]!
+  // the refresh cookie comes first, the device cookie after it
+  const cookie = ([r.headers['set-cookie']].flat()[0] as string).split(';')[0]!
   const token = r.body.data.accessToken as string
   const out = await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie } })
   t.equal(out.status, 200)
