@@ -413,6 +413,13 @@ export const GENERATORS = [
 // ---------------------------------------------------------------------------------------------
 
 /** Every named JWT attack, built against the running daemon's real token and key. */
+/** The high-S twin (r, n - s) of a low-S 64-byte ES256 signature */
+function highS(sig) {
+  const n = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
+  const s = BigInt(`0x${sig.subarray(32).toString('hex')}`)
+  return Buffer.concat([sig.subarray(0, 32), Buffer.from((n - s).toString(16).padStart(64, '0'), 'hex')])
+}
+
 export function buildAttacks({ token, keyRecord, otherUserId }) {
   const [h, p, s] = token.split('.')
   const header = decodeSegment(h)
@@ -436,6 +443,8 @@ export function buildAttacks({ token, keyRecord, otherUserId }) {
     'tampered payload (sub)': `${h}.${b64u({ ...claims, sub: otherUserId })}.${s}`,
     'tampered payload (exp)': `${h}.${b64u({ ...claims, exp: claims.exp + 3600 })}.${s}`,
     'tampered header (kid)': `${b64u({ ...header, kid: 'other' })}.${p}.${s}`,
+    // ECDSA's (r, n - s) verifies too: authd accepts only the low-S form, so a token has one text
+    ...(alg === 'ES256' ? { 'high-S twin of the real token': `${h}.${p}.${highS(Buffer.from(s, 'base64url')).toString('base64url')}` } : {}),
     'HS256 with the public key (PEM)': signJws({ ...header, alg: 'HS256' }, claims, { key: keyRecord.publicKeyPem }),
     'HS256 with the public key (DER)': signJws({ ...header, alg: 'HS256' }, claims, { key: pub.export({ type: 'spki', format: 'der' }) }),
     'HS256 with the public key (JWK)': signJws({ ...header, alg: 'HS256' }, claims, { key: JSON.stringify(pub.export({ format: 'jwk' })) }),

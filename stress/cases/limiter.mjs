@@ -63,7 +63,7 @@ export async function run({ scale, dir, say }) {
     const agent = agentFor(next(), 50)
     const replies = await Promise.all(Array.from({ length: 50 }, () => login(url, victim.email, password(), { agent })))
     const after = await scrape(url)
-    const evaluated = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    const evaluated = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
     const s401 = replies.filter((r) => r.status === 401).length
     const s429 = replies.filter((r) => r.status === 429).length
     say(`limiter: 50 concurrent → ${s401}×401, ${s429}×429, ${evaluated} hashes`)
@@ -80,7 +80,7 @@ export async function run({ scale, dir, say }) {
       statuses.push((await login(url, victim.email, password(), { localAddress: addresses[i] })).status)
     })
     const after = await scrape(url)
-    const verified = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    const verified = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
     say(`limiter: ${cfg.perAccount} attempts on one account from ${cfg.perAccount} addresses → ${verified} verifications`)
     figures.push(check('verifications/account/h', verified, '<=', 100), check('401 = verifications', statuses.filter((s) => s === 401).length, '=', verified))
   }
@@ -113,7 +113,7 @@ export async function run({ scale, dir, say }) {
     const p99 = median
     // the daemon's own view: its request-duration histogram, for these 429s only
     const server = histogramQuantile(before, after, 'authd_http_request_duration_seconds', { route: '/api/auth/login', status: '429' }, 0.99)
-    const hashesDuring = metric(after, 'authd_login_total', { outcome: 'unknown_user' }) - metric(before, 'authd_login_total', { outcome: 'unknown_user' })
+    const hashesDuring = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
     say(`limiter: 429 p99 ${round(p99, 2)} ms at the client, median of rounds ${p99s.map((x) => round(x, 2)).join(' / ')} (p50 ${round(percentile(ms, 50), 2)}), ≤ ${server.bound * 1000} ms in the daemon over ${server.total}; /healthz meanwhile p99 ${round(percentile(floor, 99), 2)} ms; ${hashesDuring} hashes ran`)
     figures.push(
       timingCheck(scale)('429 p99 busy', round(p99, 2), '<=', 5, 'ms'),
@@ -141,7 +141,7 @@ export async function run({ scale, dir, say }) {
       statuses[r.status] = (statuses[r.status] ?? 0) + 1
     })
     const after = await scrape(url)
-    const counted = metric(after, 'authd_login_total', { outcome: 'bad_password' }) - metric(before, 'authd_login_total', { outcome: 'bad_password' })
+    const counted = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
     await sleep(500)
     await d.stop()
     const ids = new Set(accounts.map((a) => a.id))
