@@ -86,6 +86,12 @@ export interface AuthService {
   login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   me(authorization: string | undefined): Readonly<{ id: string; email: string }>
+  /**
+   * The live session and user an `Authorization: Bearer` header stands for, by the checks of /me
+   * (and its two 401s: UNAUTHORIZED, INVALID_ACCESS_TOKEN), for the endpoints a signed-in user
+   * calls about their own account. Counted in no metric: /me's are /me's.
+   */
+  authenticate(authorization: string | undefined): Authenticated
   /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED) */
   readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
@@ -99,6 +105,14 @@ export interface AuthService {
 }
 
 const BEARER = /^bearer +(\S+)\s*$/i
+
+/** Who called, as an access token proves it (see AuthService.authenticate). */
+export interface Authenticated {
+  /** the user's id and email as the store has them now (frozen, shared) */
+  user: Readonly<{ id: string; email: string }>
+  /** the session the token belongs to (its `sid` claim) */
+  sessionId: string
+}
 
 /**
  * An email longer than this as sent (UTF-16 units) cannot be a stored one (those are at most 254
@@ -186,6 +200,28 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       } else device ??= d
     }
     return { device, ours }
+  }
+
+  /**
+   * The checks of /me. One read of the store's change counter; the keys, the session and the user
+   * are read again only when it moved. Any write by any process (a session revoked, a user
+   * disabled, a key revoked, by authd or authctl) moves it in the same transaction, so the next
+   * request sees it. `outcome` hears why a request was refused.
+   */
+  function bearer(authorization: string | undefined, outcome?: (o: MeOutcome) => void): Authenticated {
+    const m = authorization === undefined ? null : BEARER.exec(authorization)
+    if (m === null) {
+      outcome?.('missing')
+      throw new AppError('UNAUTHORIZED')
+    }
+    const changes = store.changes()
+    const claims = tokens.verify(m[1]!, changes)
+    const found = claims === null ? undefined : sessionAndUser(claims.sid, changes)
+    if (found === undefined || found.userId !== claims!.sub || found.user === undefined || found.disabled || !isLive(found, deps.now(), sessionPolicy)) {
+      outcome?.('invalid')
+      throw new AppError('INVALID_ACCESS_TOKEN')
+    }
+    return { user: found.user, sessionId: claims!.sid }
   }
 
   async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
@@ -387,23 +423,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     },
 
     me(authorization) {
-      const m = authorization === undefined ? null : BEARER.exec(authorization)
-      if (m === null) {
-        events.me('missing')
-        throw new AppError('UNAUTHORIZED')
-      }
-      // One read of the store's change counter; the keys, the session and the user are read again
-      // only when it moved. Any write by any process (a session revoked, a user disabled, a key
-      // revoked, by authd or authctl) moves it in the same transaction, so the next /me sees it.
-      const changes = store.changes()
-      const claims = tokens.verify(m[1]!, changes)
-      const found = claims === null ? undefined : sessionAndUser(claims.sid, changes)
-      if (found === undefined || found.userId !== claims!.sub || found.user === undefined || found.disabled || !isLive(found, deps.now(), sessionPolicy)) {
-        events.me('invalid')
-        throw new AppError('INVALID_ACCESS_TOKEN')
-      }
+      const { user } = bearer(authorization, events.me)
       events.me('success')
-      return found.user
+      return user
+    },
+
+    authenticate(authorization) {
+      return bearer(authorization)
     },
 
     async refresh(token, client) {

@@ -15,6 +15,21 @@ export interface UserRecord {
   createdAt: number
   updatedAt: number
   disabled: boolean
+  /** the second factor, once confirmed; absent while it is off */
+  mfa?: MfaRecord
+  /** a TOTP setup not yet confirmed (a new setup replaces it) */
+  mfaSetup?: { secret: string; createdAt: number }
+}
+
+/** A user's TOTP second factor and recovery codes (README, "Second factor"). */
+export interface MfaRecord {
+  /** the base32 TOTP secret (160 bits); leaves the store only into `authctl backup` */
+  secret: string
+  enabledAt: number
+  /** the last TOTP time step accepted: a code is accepted once */
+  lastStep: number
+  /** a hash of each unused recovery code (never the code itself) */
+  recoveryCodes: string[]
 }
 
 export interface SessionRecord {
