@@ -11,7 +11,7 @@ import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { generateKey, keyStates } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
-import { isLive } from './sessions.js'
+import { expiresIfUnused, isLive } from './sessions.js'
 import { newUserId } from './users.js'
 
 export type AdminErrorCode =
@@ -290,7 +290,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     email,
     createdAt: s.createdAt,
     lastUsedAt: s.lastUsedAt,
-    expiresAt: Math.min(s.expiresAt, s.lastUsedAt + config.sessions.idleTtlMs),
+    expiresAt: expiresIfUnused(s, config.sessions),
     absoluteExpiresAt: s.expiresAt,
     ip: s.ip,
     userAgent: s.userAgent,

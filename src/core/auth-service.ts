@@ -11,7 +11,7 @@ import { AppError, isAppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
-import { Keep, limitKey } from './rate-limiter.js'
+import { Keep, limitKey, type ConsumeToken } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { newUserId } from './users.js'
@@ -102,6 +102,16 @@ export interface AuthService {
    * Returns how many limiter keys went.
    */
   clearLoginLimits(target: LimitClearTarget): number
+}
+
+/** A password check charged to the login limits (chargeLogin in createAuthService). */
+interface LoginCharge {
+  ok: true
+  token: ConsumeToken
+  /** login.per_ip_email's key, reset by a correct password */
+  ipEmailKey: string
+  /** the device the request's cookie names (the first that verifies), whoever it names */
+  device: Device | null
 }
 
 const BEARER = /^bearer +(\S+)\s*$/i
@@ -264,6 +274,44 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return { retryAfterS }
   }
 
+  /**
+   * Charges one password check of `email` (canonical; `userId` its user, if any) to the login
+   * limits, before the hash, atomically, as a failure until proven otherwise: fifty concurrent
+   * guesses against a limit of five run exactly five hashes. login.per_ip_email, and
+   * login.per_email, or login.per_device when the request carries a valid device cookie of this
+   * user (README, "Rate limits"). Login and a password change (a wrong current password is a
+   * failed login) both check passwords through it. When a limit is spent: which one (the first
+   * without room), and when to retry.
+   */
+  function chargeLogin(email: string, userId: string | undefined, client: ClientContext): LoginCharge | { ok: false; limit: string; retryAfterS: number } {
+    // A valid device cookie of this email's user: this browser signed in as them before, so the
+    // attempt is counted per device instead of per email, and an attacker who spends the
+    // email's budget does not lock the user out of their own browser (README, "Rate limits").
+    const { device, ours } = deviceOf(client, userId)
+    const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
+    const attempt = limiter.consume([
+      { key: ipEmailKey, rule: rl.login.perIpEmail },
+      ours
+        ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
+        : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
+    ])
+    if (!attempt.ok) {
+      const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : ours ? 'login.per_device' : 'login.per_email'
+      return { ok: false, limit, retryAfterS: attempt.retryAfterS }
+    }
+    return { ok: true, token: attempt.token, ipEmailKey, device }
+  }
+  /** a check the hash queue turned away (503 Server busy) checked nothing: not a failed attempt */
+  function uncharged(charge: LoginCharge, err: unknown): never {
+    if (isAppError(err) && err.code === 'BUSY') limiter.release(charge.token)
+    throw err
+  }
+  /** the password was right: not a failure, and the failures of this address and email are forgotten */
+  function chargeCleared(charge: LoginCharge): void {
+    limiter.release(charge.token)
+    limiter.reset(charge.ipEmailKey)
+  }
+
   function admitLogin(client: ClientContext): { retryAfterS: number } | undefined {
     const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }])
     return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
@@ -296,34 +344,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const storable = input.email.length <= MAX_EMAIL_INPUT
       const email = storable ? canonicalEmail(input.email) : input.email
       const user = storable && mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
-      // A valid device cookie of this email's user: this browser signed in as them before, so the
-      // attempt is counted per device instead of per email, and an attacker who spends the
-      // email's budget does not lock the user out of their own browser (README, "Rate limits").
-      const { device, ours } = deviceOf(client, user?.id)
-      // Counted before the hash, atomically, as a failure until proven otherwise: fifty
-      // concurrent guesses against a limit of five run exactly five hashes.
-      const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
-      const attempt = limiter.consume([
-        { key: ipEmailKey, rule: rl.login.perIpEmail },
-        ours
-          ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
-          : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
-      ])
-      if (!attempt.ok) {
-        // named after the limit that refused it (the first without room)
-        const refused =
-          attempt.blockedBy === 0
-            ? loginRefused(attempt.retryAfterS, 'login.per_ip_email', client)
-            : ours
-              ? loginRefused(attempt.retryAfterS, 'login.per_device', client)
-              : loginRefused(attempt.retryAfterS, 'login.per_email', client)
-        throw new AppError('TOO_MANY_LOGINS', refused)
-      }
-      // a login the hash queue turns away (503 Server busy) checked nothing: not a failed attempt
-      const uncounted = (err: unknown): never => {
-        if (isAppError(err) && err.code === 'BUSY') limiter.release(attempt.token)
-        throw err
-      }
+      // counted before the hash, per device for a browser that signed in as this user before
+      const attempt = chargeLogin(email, user?.id, client)
+      if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, attempt.limit, client))
+      const { device } = attempt
+      const uncounted = (err: unknown): never => uncharged(attempt, err)
 
       if (user === undefined) {
         // the dummy hash makes an unknown email cost what a wrong password costs (under the
@@ -341,8 +366,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_CREDENTIALS')
       }
 
-      limiter.release(attempt.token)
-      limiter.reset(ipEmailKey)
+      chargeCleared(attempt)
       if (hasher.needsRehash(user.passwordHash)) {
         try {
           const passwordHash = await hasher.hash(input.password)

@@ -72,6 +72,14 @@ export interface SessionPolicy {
   reuseGraceMs: number
 }
 
+/**
+ * When a session dies if left unused: the earlier of its idle expiry (from its last use) and its
+ * absolute expiry (authctl sessions list's "expires", a user's own GET /api/auth/sessions).
+ */
+export function expiresIfUnused(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, policy: Pick<SessionPolicy, 'idleTtlMs'>): number {
+  return Math.min(s.expiresAt, s.lastUsedAt + policy.idleTtlMs)
+}
+
 /** Whether a session can still be used at `now` (for access tokens and refresh alike). */
 export function isLive(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, now: number, policy: SessionPolicy): boolean {
   return now < s.expiresAt && now < s.lastUsedAt + policy.idleTtlMs

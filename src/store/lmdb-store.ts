@@ -270,6 +270,24 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       sessionTokens.remove(key)
     }
   }
+  // inside a write transaction: the user's record replaced by `change(current)`, with its email
+  // index and the hash tally kept in step
+  const updateUserTx = (id: string, change: (user: UserRecord) => UserRecord): UserRecord | undefined => {
+    const current = users.get(id)
+    if (current === undefined) return undefined
+    const next = change(current)
+    if (next.email !== current.email) {
+      if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
+      emails.remove(current.email)
+      emails.put(next.email, id)
+    }
+    if (next.passwordHash !== current.passwordHash) {
+      tallyHash(current.passwordHash, -1)
+      tallyHash(next.passwordHash, 1)
+    }
+    users.put(id, next)
+    return next
+  }
   const bumpKeysVersion = (): void => {
     meta.put('keys_version', ((meta.get('keys_version') as number | undefined) ?? 0) + 1)
   }
@@ -300,23 +318,23 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         tallyHash(user.passwordHash, 1)
         return true
       }),
-    updateUser: (id, change) =>
+    updateUser: (id, change) => durable(write(() => updateUserTx(id, change))),
+    updateUserEndingSessions: (id, change, keep) =>
       durable(
         write(() => {
-          const current = users.get(id)
-          if (current === undefined) return undefined
-          const next = change(current)
-          if (next.email !== current.email) {
-            if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
-            emails.remove(current.email)
-            emails.put(next.email, id)
+          const user = updateUserTx(id, change)
+          if (user === undefined) return undefined
+          let ended = 0
+          for (const { key } of userSessions.getRange(userRange(id))) {
+            const sid = (key as string[])[1]!
+            if (sid === keep) continue
+            const s = sessions.get(sid)
+            if (s !== undefined) {
+              deleteSessionTx(s)
+              ended++
+            } else userSessions.remove(key)
           }
-          if (next.passwordHash !== current.passwordHash) {
-            tallyHash(current.passwordHash, -1)
-            tallyHash(next.passwordHash, 1)
-          }
-          users.put(id, next)
-          return next
+          return { user, ended }
         }),
       ),
     deleteUser: (id) =>

@@ -161,6 +161,13 @@ export interface Store {
   createUser(user: UserRecord): Promise<boolean>
   /** applies `change` to the current record inside a transaction; undefined if gone */
   updateUser(id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined>
+  /**
+   * updateUser, and in the same write transaction every session of the user except `keep` ends
+   * with its token entries (a password change: no other session outlives the old password).
+   * Resolves once durable, to the record now stored and how many sessions ended; undefined if
+   * the user is gone.
+   */
+  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string): Promise<{ user: UserRecord; ended: number } | undefined>
   /** deletes the user, its email index entry and all its sessions */
   deleteUser(id: string): Promise<boolean>
   /**
