@@ -3,6 +3,7 @@
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
 import type { Config } from '../config/types.js'
+import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
 import type { LimitClearTarget, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Device, DeviceCookies } from './device-cookies.js'
@@ -47,6 +48,7 @@ export interface AuthEvents {
   refresh(outcome: RefreshMetric): void
   register(outcome: 'success' | 'conflict' | 'invalid' | 'disabled' | 'rate_limited'): void
   rateLimited(limit: string): void
+  passwordChange(outcome: PasswordChangeOutcome): void
 }
 
 export interface Logger {
@@ -92,6 +94,8 @@ export interface AuthService {
    * calls about their own account. Counted in no metric: /me's are /me's.
    */
   authenticate(authorization: string | undefined): Authenticated
+  /** what a signed-in user does about their own account (account.ts), once authenticate()d */
+  readonly account: Account
   /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED) */
   readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
@@ -317,8 +321,17 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
   }
 
+  const account = createAccount({
+    ...deps,
+    chargeLogin,
+    release: (charge) => limiter.release(charge.token),
+    uncharged,
+    chargeCleared,
+  })
+
   return {
     admitLogin,
+    account,
 
     async login(body, client, admitted = false) {
       if (!admitted) {

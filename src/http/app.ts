@@ -61,6 +61,8 @@ export type RequestLog = (reqId: string, method: string, route: string, status: 
  */
 class Exchange {
   private ctx: ClientContext | undefined
+  /** the route's parameters (`:id`), as the router decoded them */
+  params: Readonly<Record<string, string | undefined>> = NO_PARAMS
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
@@ -81,7 +83,15 @@ class Exchange {
   }
 }
 
+const NO_PARAMS: Readonly<Record<string, string | undefined>> = Object.freeze({})
+
 type RouteHandler = (x: Exchange) => Promise<void> | void
+
+/**
+ * The routes that take `Authorization: Bearer` and no cookie: their preflight is not refused for
+ * a foreign origin (the cookie endpoints' rule). The others under /api/auth/ are cookie endpoints.
+ */
+const BEARER_ROUTES = new Set(['/api/auth/me', '/api/auth/password', '/api/auth/sessions', '/api/auth/sessions/:id'])
 
 export function createApp(deps: AppDeps): Handler {
   const { config, auth, keyring, metrics, log } = deps
@@ -232,6 +242,27 @@ export function createApp(deps: AppDeps): Handler {
         sendText(x, 200, body.text, body.length)
       },
     },
+    // a signed-in user's own account (README, "Your own account"): the token is checked before
+    // the body is read
+    '/api/auth/password': {
+      POST: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const body = await readJsonBody(x.req, bodyLimit)
+        // the device cookie counts as at login: a wrong current password is a failed login
+        await auth.account.changePassword(who, body, withDevices(x))
+        ok(x, 200, {})
+      },
+    },
+    '/api/auth/sessions': {
+      GET: (x) => ok(x, 200, { sessions: auth.account.sessions(auth.authenticate(firstHeader(x.req, 'authorization'))) }),
+    },
+    '/api/auth/sessions/:id': {
+      DELETE: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        await auth.account.revokeSession(who, x.params.id ?? '', x.client())
+        ok(x, 200, {})
+      },
+    },
     '/.well-known/jwks.json': {
       GET: (x) => {
         const text = JSON.stringify(keyring.jwks())
@@ -271,8 +302,9 @@ export function createApp(deps: AppDeps): Handler {
   }
 
   // Every method of a known path is routed: those the route does not serve answer 405 with Allow.
-  // The paths are all static, which find-my-way looks up without walking its tree.
-  const router = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true })
+  // Static paths find-my-way looks up without walking its tree; `:id` takes any one segment (a
+  // session id of any length reaches its handler, which answers for it).
+  const router = FindMyWay({ ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 16384 })
   for (const [path, methods] of Object.entries(routes)) {
     const allowed = Object.keys(methods)
     if (path.startsWith('/api/auth/')) allowed.push('OPTIONS')
@@ -302,10 +334,10 @@ export function createApp(deps: AppDeps): Handler {
   function preflight(x: Exchange): void {
     // a preflight of a cookie endpoint is a request like any other there: a foreign origin is
     // refused (no browser would go on without the CORS headers anyway)
-    if (x.route !== '/api/auth/me') checkOrigin(x)
+    if (!BEARER_ROUTES.has(x.route)) checkOrigin(x)
     // the CORS headers (or their absence) are added for every /api/auth/* response below
     x.res.writeHead(204, {
-      'access-control-allow-methods': 'GET, POST',
+      'access-control-allow-methods': 'GET, POST, DELETE',
       'access-control-allow-headers': 'Content-Type, Authorization',
       'access-control-max-age': '600',
       'cache-control': 'no-store',
@@ -328,7 +360,7 @@ export function createApp(deps: AppDeps): Handler {
       req.rawHeaders.length > 2 * MAX_HEADER_LINES ? 'HEADERS_TOO_LARGE' : url.charCodeAt(0) !== 47 || hostCount(req.rawHeaders) > 1 ? 'BAD_REQUEST' : undefined
     if (malformed !== undefined) return sendError(new Exchange(req, res, id, 'unknown', started, clientIpOf), new AppError(malformed))
     const path = routePath(url)
-    let found: { handler: unknown; store: unknown } | null = null
+    let found: { handler: unknown; store: unknown; params: Record<string, string | undefined> } | null = null
     try {
       found = router.find((req.method ?? 'GET') as HTTPMethod, path)
     } catch {
@@ -337,6 +369,7 @@ export function createApp(deps: AppDeps): Handler {
     const handler = found?.handler as RouteHandler | undefined
     const route = handler === undefined ? 'unknown' : (found!.store as string)
     const x = new Exchange(req, res, id, route, started, clientIpOf)
+    if (handler !== undefined && found!.store !== path) x.params = found!.params
 
     // every /api/auth/* answer, a 404 for a path under it too, so a page can read what went wrong
     if (path.startsWith('/api/auth/') && config.cors.origins.length > 0) {

@@ -156,6 +156,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
   const me = counter('authd_me_total', 'GET /api/auth/me by outcome', 'outcome')
   const refresh = counter('authd_refresh_total', 'Refresh attempts by outcome (reuse = a used token presented again)', 'outcome')
   const register = counter('authd_register_total', 'Registrations by outcome', 'outcome')
+  const passwordChange = counter('authd_password_change_total', 'POST /api/auth/password by outcome (incorrect = a wrong current password)', 'outcome')
   const limited = counter('authd_rate_limited_total', 'Requests refused by a rate limit, by limit', 'limit')
   const duration = new RequestHistogram('authd_http_request_duration_seconds', 'HTTP request durations by route')
   registry.registerMetric(duration as never)
@@ -168,6 +169,7 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
       refresh: (o) => refresh.inc(o),
       register: (o) => register.inc(o),
       rateLimited: (l) => limited.inc(l),
+      passwordChange: (o) => passwordChange.inc(o),
     },
     observe: (route, method, status, seconds) => duration.observe(route, method, status, seconds),
     limiterEvicted: (n) => evictions.inc(n),

@@ -1,0 +1,181 @@
+/**
+ * A signed-in user's own account (README, "Your own account"): change the password, see and end
+ * their own sessions. The HTTP layer authenticates the request first (AuthService.authenticate,
+ * /me's checks and 401s) and hands in who called; nothing here is reached without a live session.
+ */
+import type { Config } from '../config/types.js'
+import type { SessionEntry, SessionRecord, Store } from '../store/store.js'
+import type { AuthEvents, Authenticated, ClientContext, Logger } from './auth-service.js'
+import { AppError } from './errors.js'
+import type { PasswordHasher } from './passwords.js'
+import type { PasswordPolicy } from './password-policy.js'
+import type { ConsumeToken } from './rate-limiter.js'
+import type { RefusalLog } from './refusal-log.js'
+import { expiresIfUnused, isLive } from './sessions.js'
+
+/** authd_password_change_total's outcomes */
+export type PasswordChangeOutcome = 'success' | 'invalid_input' | 'incorrect' | 'rate_limited'
+
+/** A session as its user sees it in GET /api/auth/sessions (never a token or its hash) */
+export interface OwnSession {
+  id: string
+  createdAt: string
+  lastUsedAt: string
+  /** when it ends if left unused: the earlier of the idle and the absolute expiry */
+  expiresAt: string
+  /** of the request that started the session */
+  ip: string
+  userAgent: string
+  /** the session of the token that asked */
+  current: boolean
+}
+
+export interface Account {
+  /**
+   * POST /api/auth/password: checks `currentPassword` as a login would (charged to the login
+   * limits), then stores `newPassword`'s hash and ends every other session of the user, in one
+   * write. The calling session stays.
+   */
+  changePassword(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<void>
+  /** GET /api/auth/sessions: the user's live sessions, newest first */
+  sessions(who: Authenticated): OwnSession[]
+  /** DELETE /api/auth/sessions/:id: ends one live session of the user's own (the calling one too) */
+  revokeSession(who: Authenticated, sessionId: string, client: ClientContext): Promise<void>
+}
+
+/** A password check charged to the login limits (auth-service.ts, chargeLogin) */
+export interface ChargedCheck {
+  ok: true
+  token: ConsumeToken
+}
+
+export interface AccountDeps {
+  config: Config
+  store: Store
+  hasher: PasswordHasher
+  policy: PasswordPolicy
+  now: () => number
+  log: Logger
+  events: AuthEvents
+  refusals: Pick<RefusalLog, 'refused'>
+  /** the login limits' charge of one password check of `email` (as login charges it) */
+  chargeLogin(email: string, userId: string, client: ClientContext): ChargedCheck | { ok: false; limit: string; retryAfterS: number }
+  /** un-counts a charge whose check never ran */
+  release(charge: ChargedCheck): void
+  /** un-counts a charge whose check was turned away by the hash queue (503), then rethrows */
+  uncharged(charge: ChargedCheck, err: unknown): never
+  /** the password was right: the charge is not a failure, and the address's failures are forgotten */
+  chargeCleared(charge: ChargedCheck): void
+}
+
+/** index entries read per step when listing a user's sessions */
+const PAGE = 256
+
+/** thrown inside the store's write when the password changed since it was checked */
+class ChangedMeanwhile extends Error {}
+
+const iso = (ms: number): string => new Date(ms).toISOString()
+
+export function createAccount(deps: AccountDeps): Account {
+  const { store, hasher, log, events, config } = deps
+  const policy = config.sessions
+
+  return {
+    async changePassword(who, body, client) {
+      const { currentPassword, newPassword } = body
+      if (typeof currentPassword !== 'string' || typeof newPassword !== 'string' || currentPassword.trim() === '' || newPassword.trim() === '') {
+        events.passwordChange('invalid_input')
+        throw new AppError('PASSWORDS_REQUIRED')
+      }
+      const userId = who.user.id
+      const user = store.getUser(userId)
+      // gone or disabled since the token was checked: what /me would answer now
+      if (user === undefined || user.disabled) throw new AppError('INVALID_ACCESS_TOKEN')
+      // A wrong current password is a failed login of this email: charged before anything is
+      // checked, so a spent limit answers 429 without a hash, and concurrent guesses run no more
+      // hashes than the limit allows.
+      const charge = deps.chargeLogin(user.email, userId, client)
+      if (!charge.ok) {
+        events.passwordChange('rate_limited')
+        events.rateLimited(charge.limit)
+        deps.refusals.refused({ event: 'password_change', limit: charge.limit, ip: client.ip }, 'password change refused by rate limit')
+        throw new AppError('TOO_MANY_LOGINS', { retryAfterS: charge.retryAfterS })
+      }
+      try {
+        deps.policy.check(newPassword)
+      } catch (err) {
+        // the current password was not checked: nothing failed
+        deps.release(charge)
+        events.passwordChange('invalid_input')
+        throw err
+      }
+      const ok = await hasher.verify(user.passwordHash, currentPassword).catch((err: unknown) => deps.uncharged(charge, err))
+      if (!ok) {
+        events.passwordChange('incorrect')
+        log.info({ event: 'password_change', outcome: 'incorrect', userId, sessionId: who.sessionId, ip: client.ip }, 'password change refused: wrong current password')
+        throw new AppError('CURRENT_PASSWORD_INCORRECT')
+      }
+      deps.chargeCleared(charge)
+      // at the current parameters, whatever the old hash's were
+      const passwordHash = await hasher.hash(newPassword)
+      let changed
+      try {
+        changed = await store.updateUserEndingSessions(
+          userId,
+          (u) => {
+            // changed by another request or an admin since it was checked: the password this
+            // request proved is no longer the current one
+            if (u.passwordHash !== user.passwordHash || u.disabled) throw new ChangedMeanwhile()
+            return { ...u, passwordHash, updatedAt: deps.now() }
+          },
+          who.sessionId,
+        )
+      } catch (err) {
+        if (!(err instanceof ChangedMeanwhile)) throw err
+        events.passwordChange('incorrect')
+        throw new AppError('CURRENT_PASSWORD_INCORRECT')
+      }
+      if (changed === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+      events.passwordChange('success')
+      log.info(
+        { event: 'password_change', outcome: 'success', userId, sessionId: who.sessionId, ip: client.ip, sessionsEnded: changed.ended },
+        'password changed: the other sessions ended',
+      )
+    },
+
+    sessions(who) {
+      const userId = who.user.id
+      const now = deps.now()
+      // the small index entries first (a user has at most sessions.max_per_user live ones, but
+      // expired ones wait for the sweep), then only the live sessions' records
+      const live: string[] = []
+      let after: SessionEntry | undefined
+      for (;;) {
+        const page = store.sessionEntries({ userId, after, limit: PAGE })
+        for (const e of page) if (isLive(e, now, policy)) live.push(e.id)
+        if (page.length < PAGE) break
+        after = page[page.length - 1]
+      }
+      const records = store.getSessions(live).filter((s): s is SessionRecord => s !== undefined && s.userId === userId && isLive(s, now, policy))
+      records.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      return records.map((s) => ({
+        id: s.id,
+        createdAt: iso(s.createdAt),
+        lastUsedAt: iso(s.lastUsedAt),
+        expiresAt: iso(expiresIfUnused(s, policy)),
+        ip: s.ip,
+        userAgent: s.userAgent,
+        current: s.id === who.sessionId,
+      }))
+    },
+
+    async revokeSession(who, sessionId, client) {
+      // another user's session, an ended one and one that never was: one answer
+      const s = sessionId === '' ? undefined : store.getSession(sessionId)
+      if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id))) {
+        throw new AppError('SESSION_NOT_FOUND')
+      }
+      log.info({ event: 'session_revoke', userId: s.userId, sessionId: s.id, current: s.id === who.sessionId, ip: client.ip }, 'session ended by its user')
+    },
+  }
+}
