@@ -63,9 +63,9 @@ t.test('an allowed origin gets ACAO, ACAC and Vary on every /api/auth/* response
   t.equal(other.headers['access-control-allow-origin'], 'https://admin.example.com:8443', 'a listed origin with a port')
 })
 
-t.test('preflights are answered 204 allowing GET, POST and Content-Type, Authorization', async (t) => {
+t.test('preflights are answered 204 allowing GET, POST, DELETE and Content-Type, Authorization', async (t) => {
   const app = await startServer(t, { env: ENV })
-  for (const path of ['/api/auth/login', '/api/auth/register', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me']) {
+  for (const path of ['/api/auth/login', '/api/auth/register', '/api/auth/refresh', '/api/auth/logout', '/api/auth/me', '/api/auth/password', '/api/auth/sessions', '/api/auth/sessions/abc']) {
     const r = await call(app.url, 'OPTIONS', path, {
       headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' },
     })
@@ -74,7 +74,7 @@ t.test('preflights are answered 204 allowing GET, POST and Content-Type, Authori
     t.equal(r.headers['access-control-allow-origin'], APP)
     t.equal(r.headers['access-control-allow-credentials'], 'true')
     const methods = String(r.headers['access-control-allow-methods']).split(',').map((m) => m.trim())
-    t.same(methods.sort(), ['GET', 'POST'])
+    t.same(methods.sort(), ['DELETE', 'GET', 'POST'])
     const headers = String(r.headers['access-control-allow-headers']).split(',').map((m) => m.trim().toLowerCase())
     t.same(headers.sort(), ['authorization', 'content-type'])
     t.ok(varyOrigin(r))
@@ -87,6 +87,11 @@ t.test('preflights are answered 204 allowing GET, POST and Content-Type, Authori
     t.equal(denied.headers['access-control-allow-origin'], undefined, 'a foreign origin is not allowed by the preflight')
     t.equal(denied.headers['access-control-allow-credentials'], undefined)
     t.ok(varyOrigin(denied), 'Vary: Origin still, so a cache keeps the answers apart')
+  }
+  for (const path of ['/api/auth/password', '/api/auth/sessions', '/api/auth/sessions/abc']) {
+    const r = await call(app.url, 'OPTIONS', path, { headers: { origin: EVIL, 'access-control-request-method': 'DELETE' } })
+    t.equal(r.status, 204, `${path} takes a bearer token, no cookie: its preflight is answered like /me's`)
+    t.equal(r.headers['access-control-allow-origin'], undefined)
   }
   const me = await call(app.url, 'OPTIONS', '/api/auth/me', { headers: { origin: EVIL, 'access-control-request-method': 'GET' } })
   t.equal(me.status, 204, '/me has no cookie: its preflight is answered, without CORS headers for a foreign origin')
