@@ -63,7 +63,9 @@ t.test('the metrics table lists exactly the registry, with types, labels and eve
     authd_me_total: union(/export type MeOutcome = ([^\n]+)/),
     authd_refresh_total: union(/export type RefreshMetric = ([^\n]+)/),
     authd_register_total: union(/register\(outcome: ([^)]+)\): void/),
-    authd_rate_limited_total: [...new Set([...authService.matchAll(/(?:rateLimited\(|loginRefused\([^,]+, )'([a-z_.]+)'/g)].map((m) => m[1]!))],
+    // every limit's name is of the form `<endpoint>.per_<what>`
+    authd_rate_limited_total: [...new Set([...authService.matchAll(/'([a-z]+\.per_[a-z_]+)'/g)].map((m) => m[1]!))],
+    authd_password_change_total: ticked(/export type PasswordChangeOutcome = ([^\n]+)/.exec(readFileSync(join(ROOT, 'src/core/account.ts'), 'utf8'))![1]!.replace(/'([^']+)'/g, '`$1`')),
   }
   for (const [name, list] of Object.entries(values)) {
     t.ok(list.length >= 3, `${name}: values found in the source`)
