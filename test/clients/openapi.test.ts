@@ -101,6 +101,7 @@ const UNREACHABLE: Record<string, string> = {
   '500': 'an unexpected fault; the registry and the error handler are tested in test/http',
   'POST /api/auth/login 503': 'needs more than 512 password hashes queued at once',
   'POST /api/auth/register 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/password 503': 'needs more than 512 password hashes queued at once',
 }
 
 const ORIGIN = 'http://app.example.test'
@@ -145,7 +146,7 @@ t.test('the description is a well-formed OpenAPI 3.1 document whose failures nam
   const ids = new Set<string>()
   for (const [path, item] of Object.entries(doc.paths as Obj)) {
     for (const [method, op] of Object.entries(item as Obj)) {
-      t.ok(['get', 'post', 'options'].includes(method), `${method} ${path}: a method authd serves`)
+      t.ok(['get', 'post', 'delete', 'options'].includes(method), `${method} ${path}: a method authd serves`)
       allowed(`${method} ${path}`, op as Obj, ['tags', 'summary', 'description', 'externalDocs', 'operationId', 'parameters', 'requestBody', 'responses', 'callbacks', 'deprecated', 'security', 'servers'])
       if (op.operationId !== undefined) {
         t.notOk(ids.has(op.operationId), `operationId ${op.operationId} is unique`)
@@ -220,7 +221,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
   await req('GET', '/metrics')
 
   // preflights, from an allowed origin (with the grant) and another (without)
-  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout']) {
+  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout', '/api/auth/password', '/api/auth/sessions']) {
     const allowed = await req('OPTIONS', path, { headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } })
     t.same([allowed.headers['access-control-allow-origin'], allowed.headers['access-control-allow-credentials']], [ORIGIN, 'true'])
     const other = await req('OPTIONS', path, { headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' } })
@@ -298,6 +299,42 @@ t.test('real responses of the running daemon match the description, endpoint by 
   t.equal((await req('POST', '/api/auth/logout', json(big))).status, 413)
   t.equal((await req('POST', '/api/auth/logout', { headers: evil })).status, 403)
 
+  // a signed-in user's own account: sessions, then the password (whose wrong guesses spend
+  // ann's login limit from this address: nothing after this signs ann in)
+  const bearer = (r: Reply): Record<string, string> => ({ authorization: `Bearer ${r.body.data.accessToken as string}` })
+  const one = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  const two = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  const listed = await req('GET', '/api/auth/sessions', { headers: bearer(one) })
+  t.equal(listed.status, 200)
+  t.equal(listed.body.data.sessions.length, 2)
+  t.equal((await req('GET', '/api/auth/sessions')).status, 401)
+  t.equal((await req('GET', '/api/auth/sessions', { headers: { authorization: 'Bearer not.a.token' } })).status, 401)
+  const byId = (method: string, id: string, opts: Parameters<typeof call>[3] = {}): Promise<Reply> =>
+    call(url, method, `/api/auth/sessions/${id}`, opts).then((r) => check(t, method, '/api/auth/sessions/{id}', r))
+  const otherId = (listed.body.data.sessions as Array<{ id: string; current: boolean }>).find((s) => !s.current)!.id
+  t.equal((await byId('DELETE', otherId, { headers: bearer(one) })).status, 200)
+  t.equal((await byId('DELETE', otherId, { headers: bearer(one) })).status, 404)
+  t.equal((await byId('DELETE', otherId, { headers: bearer(two) })).status, 401, 'the ended session')
+  t.equal((await byId('DELETE', otherId)).status, 401)
+  const sessionPreflight = await byId('OPTIONS', otherId, { headers: { origin: ORIGIN, 'access-control-request-method': 'DELETE' } })
+  t.equal(sessionPreflight.headers['access-control-allow-origin'], ORIGIN)
+  t.equal((await byId('OPTIONS', otherId, { headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'DELETE' } })).status, 204)
+  const three = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  const pw = (body: Parameters<typeof call>[3], headers = bearer(one)): Promise<Reply> => req('POST', '/api/auth/password', { ...body, headers: { ...headers, ...body?.headers } })
+  const NEW = 'another long passphrase'
+  t.equal((await pw(json({ currentPassword: PASSWORD }))).body.message, 'Current and new password are required')
+  t.equal((await pw(json({ currentPassword: PASSWORD, newPassword: 'short' }))).body.message, 'Password must be at least 8 characters')
+  t.equal((await pw(json({ currentPassword: PASSWORD, newPassword: 'password' }))).body.message, 'Password is too common')
+  t.equal((await pw({ body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await pw({ body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await pw(json({ currentPassword: PASSWORD, newPassword: 'x'.repeat(17 * 1024) }))).status, 413)
+  t.equal((await pw(json({ currentPassword: PASSWORD, newPassword: NEW }), {})).status, 401)
+  t.equal((await pw(json({ currentPassword: PASSWORD, newPassword: NEW }))).status, 200)
+  t.equal((await req('GET', '/api/auth/sessions', { headers: bearer(three) })).status, 401, 'the other sessions ended')
+  const wrong: number[] = []
+  for (let i = 0; i < 4; i++) wrong.push((await pw(json({ currentPassword: 'wrong guess', newPassword: PASSWORD }))).status)
+  t.same(wrong, [403, 403, 403, 429], 'a wrong current password is a failed login (login.per_ip_email 3/1m)')
+
   // the refresh limit, last: every refresh with a well-formed cookie counts (one without a
   // cookie is answered before the limit)
   limited = undefined
@@ -310,7 +347,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
   // any path
   const notFound = await call(url, 'GET', '/nope')
   checkAny(t, 'NotFound', notFound, 'GET /nope')
-  for (const [method, path] of [['GET', '/api/auth/login'], ['POST', '/healthz'], ['DELETE', '/api/auth/me']] as const) {
+  for (const [method, path] of [['GET', '/api/auth/login'], ['POST', '/healthz'], ['DELETE', '/api/auth/me'], ['GET', '/api/auth/sessions/x'], ['POST', '/api/auth/sessions']] as const) {
     const r = await call(url, method, path)
     t.equal(r.status, 405)
     checkAny(t, 'MethodNotAllowed', r, `${method} ${path}`)
