@@ -232,6 +232,17 @@ t.test('five wrong current passwords spend the login limit: 429 for /password an
   t.match(app.logs.lines.find((l) => l.event === 'password_change' && l.limit !== undefined), { event: 'password_change', limit: 'login.per_ip_email', ip: '198.51.100.1' })
 })
 
+t.test('concurrent wrong current passwords: exactly five are checked, the rest answer 429', async (t) => {
+  const app = await startServer(t, { env: PROXY })
+  await addUser(app, EMAIL, PASSWORD)
+  const caller = await signIn(app)
+  const runs = app.hasher.runs
+  const replies = await Promise.all(Array.from({ length: 30 }, () => changePassword(app, caller, { currentPassword: WRONG, newPassword: NEW_PASSWORD })))
+  const statuses = replies.map((r) => r.status).sort()
+  t.same(statuses, [...Array<number>(5).fill(403), ...Array<number>(25).fill(429)])
+  t.equal(app.hasher.runs - runs, 5, 'argon2 ran five times')
+})
+
 t.test('failed logins spend the limit for /password too, and a correct current password resets the address\'s count', async (t) => {
   const app = await startServer(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
