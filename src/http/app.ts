@@ -366,6 +366,8 @@ export function createApp(deps: AppDeps): Handler {
     } catch {
       found = null
     }
+    // a parametric route (`/api/auth/sessions/:id`) with an empty segment names nothing
+    if (found !== null && found.store !== path && Object.values(found.params).includes('')) found = null
     const handler = found?.handler as RouteHandler | undefined
     const route = handler === undefined ? 'unknown' : (found!.store as string)
     const x = new Exchange(req, res, id, route, started, clientIpOf)
