@@ -1,7 +1,8 @@
 /**
  * Case 8 — log hygiene. Everything the daemons of this run wrote (stdout and stderr, every case)
  * is searched for every secret the run handled: the canary marker carried by every password the
- * cases made, every access token and every refresh token the daemons handed out.
+ * cases made, every access token and every refresh token the daemons handed out, and every
+ * second-factor secret (TOTP secret, otpauth URL, recovery code, mfaToken) a case noted.
  */
 import { readFileSync } from 'node:fs'
 import { logFiles } from '../lib/daemon.mjs'
@@ -21,6 +22,7 @@ export async function run({ say }) {
   let passwords = 0
   let access = 0
   let refresh = 0
+  let mfa = 0
   const where = []
   for (const file of logFiles) {
     const text = readFileSync(file, 'utf8')
@@ -35,6 +37,12 @@ export async function run({ say }) {
       if (secrets.access.has(m[0])) {
         access++
         if (where.length < 5) where.push(`${file}: an access token`)
+      }
+    }
+    for (const s of secrets.mfa) {
+      if (text.includes(s)) {
+        mfa++
+        if (where.length < 5) where.push(`${file}: a second-factor secret`)
       }
     }
     for (const m of text.matchAll(REFRESH_SHAPE)) {
@@ -52,7 +60,8 @@ export async function run({ say }) {
       check('passwords', passwords, '=', 0),
       check('access tokens', access, '=', 0),
       check('refresh tokens', refresh, '=', 0),
-      info('secrets looked for', secrets.access.size + secrets.refresh.size),
+      check('second-factor secrets', mfa, '=', 0),
+      info('secrets looked for', secrets.access.size + secrets.refresh.size + secrets.mfa.size),
       info('login events', loginEvents),
     ],
     status: logFiles.size === 0 ? 'NOT MEASURED' : undefined,

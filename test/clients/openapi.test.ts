@@ -12,6 +12,7 @@ import t, { type Test } from 'tap'
 import YAML from 'yaml'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { errorRegistry } from '../../src/core/errors.js'
+import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { startAuthd } from './daemon.js'
 
@@ -102,6 +103,8 @@ const UNREACHABLE: Record<string, string> = {
   'POST /api/auth/login 503': 'needs more than 512 password hashes queued at once',
   'POST /api/auth/register 503': 'needs more than 512 password hashes queued at once',
   'POST /api/auth/password 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/mfa/totp/disable 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/mfa/recovery-codes 503': 'needs more than 512 password hashes queued at once',
 }
 
 const ORIGIN = 'http://app.example.test'
@@ -205,6 +208,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
       AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/1m',
       AUTHD_RATE_LIMIT_REGISTER_PER_IP: '10/1m',
       AUTHD_RATE_LIMIT_REFRESH_PER_IP: '12/1m',
+      AUTHD_RATE_LIMIT_MFA_PER_USER: '2/1m',
     },
   })
   const url = authd.url
@@ -221,7 +225,8 @@ t.test('real responses of the running daemon match the description, endpoint by 
   await req('GET', '/metrics')
 
   // preflights, from an allowed origin (with the grant) and another (without)
-  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout', '/api/auth/password', '/api/auth/sessions']) {
+  const mfaPaths = ['/api/auth/mfa/totp/setup', '/api/auth/mfa/totp/confirm', '/api/auth/mfa/totp/disable', '/api/auth/mfa/recovery-codes']
+  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout', '/api/auth/login/mfa', '/api/auth/password', '/api/auth/sessions', ...mfaPaths]) {
     const allowed = await req('OPTIONS', path, { headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } })
     t.same([allowed.headers['access-control-allow-origin'], allowed.headers['access-control-allow-credentials']], [ORIGIN, 'true'])
     const other = await req('OPTIONS', path, { headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' } })
@@ -298,6 +303,64 @@ t.test('real responses of the running daemon match the description, endpoint by 
   t.equal((await req('POST', '/api/auth/logout', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
   t.equal((await req('POST', '/api/auth/logout', json(big))).status, 413)
   t.equal((await req('POST', '/api/auth/logout', { headers: evil })).status, 403)
+
+  // the second factor, on the account of many0 (registered above): its limits are its own
+  const manyLogin = await call(url, 'POST', '/api/auth/login', json({ email: 'many0@example.com', password: PASSWORD }))
+  const mfaBearer = { authorization: `Bearer ${manyLogin.body.data.accessToken}` }
+  for (const path of mfaPaths) {
+    t.equal((await req('POST', path)).status, 401, `${path}: no token`)
+    t.equal((await req('POST', path, { headers: { authorization: 'Bearer not.a.token' } })).status, 401, `${path}: a bad token`)
+    t.equal((await req('POST', path, { body: '{', headers: { ...mfaBearer, 'content-type': 'application/json' } })).status, 400, `${path}: bad JSON`)
+    t.equal((await req('POST', path, { body: 'x', headers: { ...mfaBearer, 'content-type': 'text/plain' } })).status, 415, `${path}: not JSON`)
+    t.equal((await req('POST', path, { ...json(big), headers: mfaBearer })).status, 413, `${path}: too large`)
+  }
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: '123456' }), headers: mfaBearer })).status, 409)
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: PASSWORD }), headers: mfaBearer })).status, 409)
+  t.equal((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: mfaBearer })).status, 409)
+  const setup = await req('POST', '/api/auth/mfa/totp/setup', { headers: mfaBearer })
+  t.equal(setup.status, 200)
+  const secret = setup.body.data.secret as string
+  const step = stepAt(Date.now())
+  const codes = [codeAt(secret, step), codeAt(secret, step + 1)]
+  const wrongCode = codes.includes('000000') ? '000001' : '000000'
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: wrongCode }), headers: mfaBearer })).status, 400)
+  const confirmed = await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: codes[0] }), headers: mfaBearer })
+  t.equal(confirmed.status, 200)
+  t.equal((await req('POST', '/api/auth/mfa/totp/setup', { headers: mfaBearer })).status, 409)
+  t.equal((await req('GET', '/api/auth/me', { headers: mfaBearer })).body.data.mfaEnabled, true)
+  t.equal((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: 'wrong guess' }), headers: mfaBearer })).status, 403)
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: 'wrong guess' }), headers: mfaBearer })).status, 403)
+  const fresh = await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: mfaBearer })
+  t.equal(fresh.status, 200)
+  const challenge = await req('POST', '/api/auth/login', json({ email: 'many0@example.com', password: PASSWORD }))
+  t.equal(challenge.body.data.mfaRequired, true)
+  const mfaToken = challenge.body.data.mfaToken as string
+  t.equal((await req('POST', '/api/auth/login/mfa', json({ mfaToken }))).status, 400)
+  t.equal((await req('POST', '/api/auth/login/mfa', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/login/mfa', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/login/mfa', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/login/mfa', { ...json({ mfaToken, code: codes[1] }), headers: evil })).status, 403)
+  t.same((await req('POST', '/api/auth/login/mfa', json({ mfaToken: 'nope', code: codes[1] }))).body.message, 'Invalid or expired MFA token')
+  t.same((await req('POST', '/api/auth/login/mfa', json({ mfaToken, code: wrongCode }))).body.message, 'Invalid code')
+  const viaTotp = await req('POST', '/api/auth/login/mfa', json({ mfaToken, code: codes[1] }))
+  t.equal(viaTotp.status, 200)
+  const viaRecovery = await req('POST', '/api/auth/login/mfa', json({ mfaToken: (await call(url, 'POST', '/api/auth/login', json({ email: 'many0@example.com', password: PASSWORD }))).body.data.mfaToken, recoveryCode: fresh.body.data.recoveryCodes[0] }))
+  t.equal(viaRecovery.status, 200)
+  // the per-user limit (2/1m here): two wrong codes, then 429
+  const again2 = (await call(url, 'POST', '/api/auth/login', json({ email: 'many0@example.com', password: PASSWORD }))).body.data.mfaToken as string
+  const attempts: number[] = []
+  for (let i = 0; i < 3; i++) attempts.push((await req('POST', '/api/auth/login/mfa', json({ mfaToken: again2, code: wrongCode }))).status)
+  t.same(attempts, [401, 401, 429])
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: PASSWORD }), headers: mfaBearer })).status, 200)
+  // the login limit, through a wrong password at disable and recovery-codes (3/1m here)
+  t.equal((await req('POST', '/api/auth/mfa/totp/setup', { headers: mfaBearer })).status, 200)
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: '' }), headers: mfaBearer })).status, 400)
+  const secret2 = (await call(url, 'POST', '/api/auth/mfa/totp/setup', { headers: mfaBearer })).body.data.secret as string
+  t.equal((await call(url, 'POST', '/api/auth/mfa/totp/confirm', { ...json({ code: codeAt(secret2, stepAt(Date.now())) }), headers: mfaBearer })).status, 200)
+  const spent: number[] = []
+  for (let i = 0; i < 4; i++) spent.push((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: 'wrong guess' }), headers: mfaBearer })).status)
+  spent.push((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: mfaBearer })).status)
+  t.same(spent, [403, 403, 403, 429, 429], 'three failures (the logins above cleared the earlier ones), then refused, the right password too')
 
   // a signed-in user's own account: sessions, then the password (whose wrong guesses spend
   // ann's login limit from this address: nothing after this signs ann in)
