@@ -12,12 +12,22 @@ export const password = () => `${CANARY}-${randomBytes(12).toString('base64url')
 export const secrets = {
   access: new Set(),
   refresh: new Set(),
+  /** second factor: TOTP secrets (base32) handed out by setup */
+  totpSecrets: new Set(),
+  /** TOTP codes the run sent (six digits) */
+  totpCodes: new Set(),
+  /** recovery codes handed out by confirm (as shown, `xxxxx-xxxxx`) */
+  recoveryCodes: new Set(),
+  /** mfaTokens of the first login step */
+  mfaTokens: new Set(),
 }
 
-/** Remembers the tokens of a login/register/refresh response. */
+/** Remembers the tokens of a login/register/refresh response (an mfaToken too). */
 export function noteTokens(res, cookieName) {
   const at = res.body?.data?.accessToken
   if (typeof at === 'string') secrets.access.add(at)
+  const mfaToken = res.body?.data?.mfaToken
+  if (typeof mfaToken === 'string') secrets.mfaTokens.add(mfaToken)
   const sc = res.headers?.['set-cookie']
   for (const c of sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]) {
     if (!c.startsWith(`${cookieName}=`)) continue
