@@ -25,9 +25,12 @@ export interface RawConfig {
     login: { per_ip_email: string; per_email: string; per_ip: string; per_device: string }
     register: { per_ip: string }
     refresh: { per_ip: string }
+    mfa: { per_user: string }
     max_keys: number
   }
   registration: { enabled: boolean }
+  /** issuer absent by default: tokens.issuer's value */
+  mfa: { issuer?: string }
   log: { level: string }
   metrics: { enabled: boolean }
 }
@@ -57,9 +60,11 @@ export function builtInDefaults(options: { dev?: boolean } = {}): RawConfig {
       login: { per_ip_email: '5/15m', per_email: '20/1h', per_ip: '50/15m', per_device: '10/15m' },
       register: { per_ip: '10/1h' },
       refresh: { per_ip: '150/5m' },
+      mfa: { per_user: '5/15m' },
       max_keys: 100000,
     },
     registration: { enabled: true },
+    mfa: {},
     log: { level: 'info' },
     metrics: { enabled: true },
   }

@@ -57,9 +57,11 @@ export function describeConfig(config: Config): Record<string, unknown> {
       },
       register: { per_ip: rateLimit.register.perIp.text },
       refresh: { per_ip: rateLimit.refresh.perIp.text },
+      mfa: { per_user: rateLimit.mfa.perUser.text },
       max_keys: rateLimit.maxKeys,
     },
     registration: { enabled: config.registration.enabled },
+    mfa: { issuer: config.mfa.issuer },
     log: { level: config.log.level },
     metrics: { enabled: config.metrics.enabled },
   }

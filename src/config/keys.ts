@@ -36,8 +36,10 @@ export const KEYS = {
   'rate_limit.login.per_device': 'rate',
   'rate_limit.register.per_ip': 'rate',
   'rate_limit.refresh.per_ip': 'rate',
+  'rate_limit.mfa.per_user': 'rate',
   'rate_limit.max_keys': 'integer',
   'registration.enabled': 'boolean',
+  'mfa.issuer': 'string',
   'log.level': 'string',
   'metrics.enabled': 'boolean',
 } as const satisfies Record<string, KeyKind>

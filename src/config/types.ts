@@ -41,9 +41,13 @@ export interface Config {
     login: { perIpEmail: RateRule; perEmail: RateRule; perIp: RateRule; perDevice: RateRule }
     register: { perIp: RateRule }
     refresh: { perIp: RateRule }
+    /** failed second-factor codes per user */
+    mfa: { perUser: RateRule }
     maxKeys: number
   }
   registration: { enabled: boolean }
+  /** the issuer authenticator apps show (defaults to tokens.issuer) */
+  mfa: { issuer: string }
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' }
   metrics: { enabled: boolean }
   /** --dev: plain-HTTP laptop mode */

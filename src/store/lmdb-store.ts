@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type MfaStepDecision, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -168,6 +168,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const sessionTokens = db<string>('session_tokens')
   const keys = db<KeyRecord>('keys')
   const meta = db<unknown>('meta')
+  // [expiresAt, id] of each mfaToken used by a second step, until it expires
+  const mfaUsed = db<number>('mfa_used')
 
   const tooLong = (key: string): boolean => Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES
   const readUser = decodedOnChange(users)
@@ -521,6 +523,31 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         return key
       })
     },
+    async ensureMfaKey(create) {
+      const stored = meta.get('mfa_key') as string | undefined
+      if (stored !== undefined) return stored
+      return write(() => {
+        const again = meta.get('mfa_key') as string | undefined
+        if (again !== undefined) return again
+        const key = create()
+        meta.put('mfa_key', key)
+        return key
+      })
+    },
+    mfaTokenUsed: (id, expiresAt) => mfaUsed.get([expiresAt, id]) !== undefined,
+    finishMfaStep: <T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>) =>
+      durable(
+        write(() => {
+          // the records of tokens expired by now: nobody can present those any more
+          for (const { key } of mfaUsed.getRange({ end: [now] })) mfaUsed.remove(key)
+          const d = decide(tooLong(userId) ? undefined : users.get(userId), mfaUsed.get([token.expiresAt, token.id]) !== undefined)
+          if (d.action === 'use') {
+            users.put(userId, d.user)
+            mfaUsed.put([token.expiresAt, token.id], 1)
+          }
+          return d.result
+        }),
+      ),
     addLimitClear: (target, at) =>
       write(() => {
         const kept = (meta.get('limit_clears') as LimitClear[] | undefined) ?? []

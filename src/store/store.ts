@@ -65,6 +65,12 @@ export interface SessionRecord {
    * the token replaced, when, and its successor sealed under it (only its holder can open it).
    */
   rotations?: Rotation[]
+  /**
+   * How the user proved who they are when the session started (RFC 8176 `amr` values, e.g.
+   * `["pwd"]`, `["pwd","otp","mfa"]`): every access token of the session carries it, refreshes
+   * included. Absent on sessions of older versions: `["pwd"]`.
+   */
+  amr?: string[]
 }
 
 /**
@@ -142,6 +148,12 @@ export interface LimitClear {
   target: LimitClearTarget
   at: number
 }
+
+/**
+ * What the second step of a login does, decided inside the write transaction: `use` stores `user`
+ * and records the mfaToken as used; `none` changes nothing.
+ */
+export type MfaStepDecision<T> = { action: 'use'; user: UserRecord; result: T } | { action: 'none'; result: T }
 
 /** What a refresh attempt found, decided inside the write transaction. */
 export type RefreshDecision<T> =
@@ -251,6 +263,18 @@ export interface Store {
    * transaction (so two processes starting at once never make two).
    */
   ensureDeviceKey(create: () => string): Promise<string>
+  /** The key that signs mfaTokens (core/mfa-tokens.ts), made by `create()` once, like the device key. */
+  ensureMfaKey(create: () => string): Promise<string>
+  /** whether the mfaToken `id` (which expires at `expiresAt`) was used by a second step already */
+  mfaTokenUsed(id: string, expiresAt: number): boolean
+  /**
+   * The second step of a login, atomically with respect to every other writer: `decide` sees the
+   * user `userId` as stored and whether the mfaToken `token` was used already, and chooses. With
+   * `use`, the user is stored (its TOTP step or recovery codes moved on) and the token recorded as
+   * used, in one transaction: two second steps with one token, or one TOTP code, never both win.
+   * Records of tokens expired by `now` are dropped on the way.
+   */
+  finishMfaStep<T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>): Promise<T>
   /** records a request to clear login limits (the newest few are kept); resolves to its seq */
   addLimitClear(target: LimitClearTarget, at: number): Promise<number>
   /** the kept requests with a seq above `after`, oldest first; one cheap read, fit to poll */

@@ -11,18 +11,19 @@ t.test('auth.example.toml parses and equals the built-in defaults', async (t) =>
   t.strictSame(structuredClone(example), builtInDefaults())
 })
 
-t.test('auth.example.toml mentions every key, public_url commented out', async (t) => {
+t.test('auth.example.toml mentions every key, public_url and mfa.issuer commented out', async (t) => {
   const text = readFileSync(new URL('../../auth.example.toml', import.meta.url), 'utf8')
   t.match(text, /^# public_url = /m)
+  t.match(text, /^# issuer = /m)
   for (const path of Object.keys(KEYS)) {
     const key = path.split('.').at(-1)!
     t.match(text, new RegExp(`^#? ?${key} = `, 'm'), path)
   }
 })
 
-t.test('every key has a default except the derived server.public_url', async (t) => {
+t.test('every key has a default except the derived server.public_url and mfa.issuer', async (t) => {
   const defaults = [...flattenTable(builtInDefaults(), 'by default').keys()].sort()
-  const keys = Object.keys(KEYS).filter((key) => key !== 'server.public_url').sort()
+  const keys = Object.keys(KEYS).filter((key) => key !== 'server.public_url' && key !== 'mfa.issuer').sort()
   t.strictSame(defaults, keys)
 })
 

@@ -12,6 +12,7 @@ t.test('describes the defaults in TOML shape, public_url and store.path made exp
   const { config } = loadConfig({ flags: {}, env: {}, cwd })
   const expected = builtInDefaults()
   expected.server.public_url = 'http://127.0.0.1:8080'
+  expected.mfa.issuer = 'authd'
   expected.store.path = join(cwd, 'data')
   t.strictSame(describeConfig(config), expected)
 })

@@ -46,9 +46,11 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
       },
       register: { perIp: { count: 10, windowMs: 3_600_000, text: '10/1h' } },
       refresh: { perIp: { count: 150, windowMs: 300_000, text: '150/5m' } },
+      mfa: { perUser: { count: 5, windowMs: 900_000, text: '5/15m' } },
       maxKeys: 100_000,
     },
     registration: { enabled: true },
+    mfa: { issuer: 'authd' },
     log: { level: 'info' },
     metrics: { enabled: true },
     dev: false,
@@ -95,6 +97,15 @@ t.test('public_url is derived from the effective host and port unless set', asyn
   t.equal(load(cwd, { flags: { host: 'localhost' } }).config.server.publicUrl, 'http://localhost:8080')
   const env = { AUTHD_SERVER_PUBLIC_URL: 'https://auth.example.com' }
   t.equal(load(cwd, { env, flags: { port: 9000 } }).config.server.publicUrl, 'https://auth.example.com')
+})
+
+t.test('mfa.issuer is tokens.issuer unless set; rate_limit.mfa.per_user defaults to 5/15m', async (t) => {
+  const cwd = t.testdir({})
+  t.equal(load(cwd).config.mfa.issuer, 'authd')
+  t.equal(load(cwd, { env: { AUTHD_TOKENS_ISSUER: 'Example Co' } }).config.mfa.issuer, 'Example Co')
+  t.equal(load(cwd, { env: { AUTHD_TOKENS_ISSUER: 'Example Co', AUTHD_MFA_ISSUER: 'Example Login' } }).config.mfa.issuer, 'Example Login')
+  t.match(load(cwd).config.rateLimit.mfa.perUser, { count: 5, windowMs: 15 * 60_000, text: '5/15m' })
+  t.equal(load(cwd, { env: { AUTHD_RATE_LIMIT_MFA_PER_USER: '3/1h' } }).config.rateLimit.mfa.perUser.count, 3)
 })
 
 t.test('store.path: --data beats AUTHD_DATA beats the file, relative to cwd', async (t) => {
@@ -213,6 +224,8 @@ t.test('each bad value is an error naming the key, the value and its source', as
     [{ AUTHD_TOKENS_ACCESS_TTL: '15' }, 'tokens.access_ttl', '"15"'],
     [{ AUTHD_TOKENS_ACCESS_TTL: '0s' }, 'tokens.access_ttl must be a duration greater than 0', '"0s"'],
     [{ AUTHD_TOKENS_ISSUER: '' }, 'tokens.issuer', '""'],
+    [{ AUTHD_MFA_ISSUER: '' }, 'mfa.issuer', '""'],
+    [{ AUTHD_RATE_LIMIT_MFA_PER_USER: '0/15m' }, 'rate_limit.mfa.per_user', '"0/15m"'],
     [{ AUTHD_TOKENS_CLOCK_TOLERANCE: '-5s' }, 'tokens.clock_tolerance', '"-5s"'],
     [{ AUTHD_TOKENS_KEY_LEAD: '5 minutes' }, 'tokens.key_lead', '"5 minutes"'],
     [{ AUTHD_SESSIONS_IDLE_TTL: '0d' }, 'sessions.idle_ttl', '"0d"'],
