@@ -23,7 +23,11 @@ export interface AccessClaims {
 }
 
 export interface AccessTokens {
-  sign(claims: { sub: string; email: string; sid: string }): { token: string; expiresIn: number }
+  /**
+   * `amr` (RFC 8176): how the session's user proved who they are, e.g. `["pwd"]` or
+   * `["pwd","otp","mfa"]`; every token of a session carries the session's (README, "Second factor").
+   */
+  sign(claims: { sub: string; email: string; sid: string; amr?: readonly string[] }): { token: string; expiresIn: number }
   /** `changes`: the store's change counter, if the caller has just read it (Keyring.verifying) */
   verify(token: string, changes?: number): AccessClaims | null
   /** how many verified tokens are remembered now (at most VERIFIED_TOKENS_CACHED) */

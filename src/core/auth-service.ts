@@ -8,12 +8,14 @@ import type { AccessTokens } from './access-tokens.js'
 import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
+import { passwordFingerprint, type MfaTicket, type MfaTokens } from './mfa-tokens.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { RateLimiter } from './rate-limiter.js'
 import { Keep, limitKey } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
+import { matchRecoveryCode, matchTotp } from './totp.js'
 import { newUserId } from './users.js'
 
 export interface ClientContext {
@@ -36,7 +38,29 @@ export interface SignedIn {
   deviceCookie?: string
 }
 
-export type LoginOutcome = 'success' | 'unknown_user' | 'bad_password' | 'disabled' | 'invalid_input' | 'rate_limited'
+/**
+ * A login answered with mfaRequired (the user's factor is on: README, "Second factor") and the
+ * mfaToken for the second step. No session exists yet, and no cookie is set.
+ */
+export interface MfaChallenge {
+  mfaRequired: true
+  mfaToken: string
+  /** seconds the mfaToken is good for */
+  expiresIn: number
+  /** for the caller's logs, never answered */
+  user: { id: string; email: string }
+}
+
+/** RFC 8176 `amr` values of a session: a password; a password and a TOTP code; a password and a recovery code */
+export const AMR_PASSWORD: readonly string[] = Object.freeze(['pwd'])
+export const AMR_TOTP: readonly string[] = Object.freeze(['pwd', 'otp', 'mfa'])
+export const AMR_RECOVERY_CODE: readonly string[] = Object.freeze(['pwd', 'mfa'])
+
+export type LoginOutcome = 'success' | 'mfa_required' | 'unknown_user' | 'bad_password' | 'disabled' | 'invalid_input' | 'rate_limited'
+/** the second step of a login: `totp` and `recovery_code` are successes by the kind of code */
+export type MfaOutcome = 'totp' | 'recovery_code' | 'invalid_code' | 'invalid_token' | 'invalid_input' | 'rate_limited'
+/** a signed-in user's changes to their second factor (mfa-service.ts) */
+export type MfaAccountAction = 'setup' | 'enable' | 'invalid_code' | 'disable' | 'recovery_codes' | 'wrong_password'
 export type MeOutcome = 'success' | 'missing' | 'invalid'
 export type RefreshMetric = 'success' | 'grace' | 'missing' | 'invalid' | 'expired' | 'reuse' | 'rate_limited'
 
@@ -47,6 +71,8 @@ export interface AuthEvents {
   refresh(outcome: RefreshMetric): void
   register(outcome: 'success' | 'conflict' | 'invalid' | 'disabled' | 'rate_limited'): void
   rateLimited(limit: string): void
+  mfa(outcome: MfaOutcome): void
+  mfaAccount(action: MfaAccountAction): void
 }
 
 export interface Logger {
@@ -68,6 +94,8 @@ export interface AuthServiceDeps {
   refusals: Pick<RefusalLog, 'refused'>
   /** signs and verifies device cookies */
   devices: DeviceCookies
+  /** signs and verifies the mfaTokens of logins with a second factor */
+  mfaTokens: MfaTokens
 }
 
 export interface AuthService {
@@ -83,9 +111,14 @@ export interface AuthService {
    * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
    * body (whose promise rejects with its AppError) is counted like any other attempt.
    */
-  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn>
+  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn | MfaChallenge>
+  /**
+   * The second step of a login with a factor: `{mfaToken, code}` or `{mfaToken, recoveryCode}`
+   * (README, "Second factor"). Signs in as login does; the session's `amr` says which code.
+   */
+  loginMfa(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
-  me(authorization: string | undefined): Readonly<{ id: string; email: string }>
+  me(authorization: string | undefined): MeUser
   /**
    * The live session and user an `Authorization: Bearer` header stands for, by the checks of /me
    * (and its two 401s: UNAUTHORIZED, INVALID_ACCESS_TOKEN), for the endpoints a signed-in user
@@ -106,10 +139,13 @@ export interface AuthService {
 
 const BEARER = /^bearer +(\S+)\s*$/i
 
+/** What /me answers of a user: its id and email, and whether its second factor is on. */
+export type MeUser = Readonly<{ id: string; email: string; mfaEnabled: boolean }>
+
 /** Who called, as an access token proves it (see AuthService.authenticate). */
 export interface Authenticated {
   /** the user's id and email as the store has them now (frozen, shared) */
-  user: Readonly<{ id: string; email: string }>
+  user: MeUser
   /** the session the token belongs to (its `sid` claim) */
   sessionId: string
 }
@@ -138,8 +174,8 @@ interface Remembered {
   userId: string
   expiresAt: number
   lastUsedAt: number
-  /** the user's id and email (what /me answers; frozen, as it is shared), or undefined once gone */
-  user: Readonly<{ id: string; email: string }> | undefined
+  /** what /me answers of the user (frozen, as it is shared), or undefined once gone */
+  user: MeUser | undefined
   disabled: boolean
 }
 
@@ -151,7 +187,7 @@ function credentials(body: Record<string, unknown>): { email: string; password: 
 }
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {
-  const { config, store, hasher, tokens, limiter, log, events, refusals, devices } = deps
+  const { config, store, hasher, tokens, limiter, log, events, refusals, devices, mfaTokens } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
 
@@ -175,9 +211,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     r.userId = session.userId
     r.expiresAt = session.expiresAt
     r.lastUsedAt = session.lastUsedAt
-    // the same object while the user's id and email are as they were
+    // the same object while the user's id, email and factor are as they were
+    const mfaEnabled = user?.mfa !== undefined
     if (user === undefined) r.user = undefined
-    else if (r.user === undefined || r.user.id !== user.id || r.user.email !== user.email) r.user = Object.freeze({ id: user.id, email: user.email })
+    else if (r.user === undefined || r.user.id !== user.id || r.user.email !== user.email || r.user.mfaEnabled !== mfaEnabled) {
+      r.user = Object.freeze({ id: user.id, email: user.email, mfaEnabled })
+    }
     r.disabled = user?.disabled ?? false
     return r
   }
@@ -224,7 +263,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return { user: found.user, sessionId: claims!.sid }
   }
 
-  async function startSession(user: UserRecord, client: ClientContext): Promise<SignedIn> {
+  async function startSession(user: UserRecord, client: ClientContext, amr: readonly string[]): Promise<SignedIn> {
     const now = deps.now()
     const refreshToken = newRefreshToken()
     const sessionId = newSessionId()
@@ -244,10 +283,19 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       generation: 0,
       familyHash: familyHashOf(refreshToken),
       rotations: [],
+      amr: [...amr],
     }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) })
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
-    const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId })
+    const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId, amr })
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
+  }
+
+  /**
+   * Whether an mfaToken still stands for `user`: the user is there and enabled, the factor is on,
+   * and the password is the one that was checked (a password changed since voids the token).
+   */
+  function stillGood(user: UserRecord | undefined, ticket: MfaTicket): user is UserRecord {
+    return user !== undefined && !user.disabled && user.mfa !== undefined && passwordFingerprint(user.passwordHash) === ticket.fingerprint
   }
 
   /** resets `key`; 1 if it was held */
@@ -343,17 +391,28 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
       limiter.release(attempt.token)
       limiter.reset(ipEmailKey)
+      // the hash the password was checked against, or what replaced it
+      let checkedHash = user.passwordHash
       if (hasher.needsRehash(user.passwordHash)) {
         try {
           const passwordHash = await hasher.hash(input.password)
-          await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
+          const stored = await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
+          if (stored?.passwordHash === passwordHash) checkedHash = passwordHash
         } catch (err) {
           // a full hash queue must not fail a correct login: the re-hash waits for the next one
           if (!isAppError(err) || err.code !== 'BUSY') throw err
           log.warn({ event: 'rehash_skipped', userId: user.id }, 'password re-hash postponed: hash queue full')
         }
       }
-      const signedIn = await startSession(user, client)
+      // The factor is looked at only now, after the password verified: a wrong password is
+      // answered above, the same whether a factor is on or not (body, headers and time).
+      if (user.mfa !== undefined) {
+        const { token, expiresIn } = mfaTokens.issue(user.id, checkedHash)
+        events.login('mfa_required')
+        log.info({ event: 'login', outcome: 'mfa_required', ip: client.ip, userId: user.id }, 'login needs a second factor')
+        return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
+      }
+      const signedIn = await startSession(user, client, AMR_PASSWORD)
       // the same device id when this browser already had one, whoever it named
       signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
       events.login('success')
@@ -413,8 +472,83 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
-      const signedIn = await startSession(user, client)
+      const signedIn = await startSession(user, client, AMR_PASSWORD)
       signedIn.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
+      return signedIn
+    },
+
+    async loginMfa(body, client) {
+      const { mfaToken, code, recoveryCode } = body
+      // exactly one of the two codes, as a non-empty string
+      const totp = typeof code === 'string' && code !== '' && recoveryCode === undefined
+      const recovery = typeof recoveryCode === 'string' && recoveryCode !== '' && code === undefined
+      if (typeof mfaToken !== 'string' || mfaToken === '' || (!totp && !recovery)) {
+        events.mfa('invalid_input')
+        throw new AppError('MFA_FIELDS_REQUIRED')
+      }
+      const ticket = mfaTokens.verify(mfaToken)
+      const user = ticket === null ? undefined : store.getUser(ticket.userId)
+      if (ticket === null || !stillGood(user, ticket) || store.mfaTokenUsed(ticket.id, ticket.expiresAt)) {
+        events.mfa('invalid_token')
+        log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, ...(user !== undefined && { userId: user.id }) }, 'second step refused')
+        throw new AppError('INVALID_MFA_TOKEN')
+      }
+      // Counted before the code is checked, atomically, as a failure until proven otherwise, per
+      // user whichever mfaToken it came with: fifty concurrent guesses against a limit of five
+      // check exactly five codes.
+      const mfaKey = limitKey('mfa_user', user!.id)
+      const attempt = limiter.consume([{ key: mfaKey, rule: rl.mfa.perUser, keep: Keep.ACCOUNT }])
+      if (!attempt.ok) {
+        events.mfa('rate_limited')
+        events.rateLimited('mfa.per_user')
+        refusals.refused({ event: 'login_mfa', limit: 'mfa.per_user', ip: client.ip }, 'second step refused by rate limit')
+        throw new AppError('TOO_MANY_MFA_ATTEMPTS', { retryAfterS: attempt.retryAfterS })
+      }
+      const now = deps.now()
+      const factor = user!.mfa!
+      // checked here, then again inside the write on the record as it is then: a concurrent step
+      // may have taken this TOTP step or this recovery code meanwhile (only one of them wins)
+      const matches = (u: UserRecord): number | null => {
+        if (totp) return matchTotp(u.mfa!.secret, code as string, now, u.mfa!.lastStep)
+        const i = matchRecoveryCode(u.id, u.mfa!.recoveryCodes, recoveryCode as string)
+        return i === -1 ? null : i
+      }
+      let outcome: 'invalid_code' | 'invalid_token' | 'success' = 'invalid_code'
+      let amr = AMR_TOTP
+      if (matches(user!) !== null) {
+        outcome = await store.finishMfaStep(ticket, user!.id, now, (current, used) => {
+          if (used || !stillGood(current, ticket)) return { action: 'none', result: 'invalid_token' }
+          const m = current!.mfa!
+          const found = matches(current!)
+          if (found === null) return { action: 'none', result: 'invalid_code' }
+          const mfa = totp ? { ...m, lastStep: found } : { ...m, recoveryCodes: m.recoveryCodes.filter((_, i) => i !== found) }
+          return { action: 'use', user: { ...current!, mfa }, result: 'success' }
+        })
+        if (!totp) amr = AMR_RECOVERY_CODE
+      }
+      if (outcome === 'invalid_token') {
+        // used up by a concurrent second step: that was no guess at a code
+        limiter.release(attempt.token)
+        events.mfa('invalid_token')
+        log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, userId: user!.id }, 'second step refused')
+        throw new AppError('INVALID_MFA_TOKEN')
+      }
+      if (outcome === 'invalid_code') {
+        events.mfa('invalid_code')
+        log.info({ event: 'login_mfa', outcome: 'invalid_code', method: totp ? 'totp' : 'recovery_code', ip: client.ip, userId: user!.id }, 'second step failed')
+        throw new AppError('INVALID_MFA_CODE')
+      }
+      // a right code: not a failure, and the user's earlier typos are forgiven
+      limiter.release(attempt.token)
+      limiter.reset(mfaKey)
+      const signedIn = await startSession(user!, client, amr)
+      signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
+      const method = totp ? 'totp' : 'recovery_code'
+      events.mfa(method)
+      log.info(
+        { event: 'login_mfa', outcome: 'success', method, ip: client.ip, userId: user!.id, sessionId: signedIn.sessionId, ...(!totp && { recoveryCodesLeft: factor.recoveryCodes.length - 1 }) },
+        'login succeeded with a second factor',
+      )
       return signedIn
     },
 
@@ -469,7 +603,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const { token: accessToken, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: outcome.session.id })
+      // the session's amr, as its login proved it (older sessions: a password)
+      const { token: accessToken, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr ?? AMR_PASSWORD })
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
       return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
     },

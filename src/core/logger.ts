@@ -5,7 +5,13 @@
 import { pino, type DestinationStream, type Logger } from 'pino'
 
 /** Field names censored at the top of a logged object and one level down (`*.password`, …) */
-export const SECRET_FIELDS = ['password', 'accessToken', 'refreshToken', 'token'] as const
+export const SECRET_FIELDS = ['password', 'accessToken', 'refreshToken', 'token', 'mfaToken', 'recoveryCode', 'recoveryCodes', 'secret', 'otpauthUrl'] as const
+
+/**
+ * Censored at the top level only: a second-factor `code`. One level down `code` is an error's
+ * (`err.code`, e.g. ENOENT), which the log needs, and no call site logs a request body.
+ */
+export const TOP_LEVEL_SECRET_FIELDS = ['code'] as const
 
 export const REDACT_PATHS = [
   'req.headers.authorization',
@@ -14,6 +20,7 @@ export const REDACT_PATHS = [
   'headers.authorization',
   'headers.cookie',
   ...SECRET_FIELDS,
+  ...TOP_LEVEL_SECRET_FIELDS,
   ...SECRET_FIELDS.map((f) => `*.${f}`),
 ]
 

@@ -9,7 +9,7 @@
  * of its 400s, 404s and 405s: docs/observability.md).
  */
 export interface RefusalFields {
-  event: 'login' | 'register'
+  event: 'login' | 'register' | 'login_mfa'
   limit: string
   ip: string
 }

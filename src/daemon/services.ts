@@ -11,6 +11,8 @@ import { createDeviceCookies, newDeviceKey } from '../core/device-cookies.js'
 import { watchLimitClears } from '../core/limit-clears.js'
 import { createKeyring, generateKey, type Keyring } from '../core/keys.js'
 import { createLogger, requestLineWriter } from '../core/logger.js'
+import { createMfaService, type MfaService } from '../core/mfa-service.js'
+import { createMfaTokens, newMfaKey } from '../core/mfa-tokens.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
 import { createPasswordPolicy } from '../core/password-policy.js'
 import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
@@ -28,6 +30,8 @@ export interface Services {
   keyring: Keyring
   limiter: RateLimiter
   auth: AuthService
+  /** a signed-in user's second factor */
+  mfa: MfaService
   metrics: Metrics
   log: Logger
   handler: Handler
@@ -101,10 +105,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const devices = createDeviceCookies(await store.ensureDeviceKey(newDeviceKey))
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
-  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals, devices })
+  const mfaTokens = createMfaTokens(await store.ensureMfaKey(newMfaKey), now)
+  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals, devices, mfaTokens })
+  const mfa = createMfaService({ config, store, hasher, limiter, now, log, events: metrics.events, refusals })
   let ready = true
   let closing: Promise<void> | undefined
-  const handler = createApp({ config, auth, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: () => ready })
+  const handler = createApp({ config, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: () => ready })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {
@@ -126,6 +132,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     keyring,
     limiter,
     auth,
+    mfa,
     metrics,
     log,
     handler,

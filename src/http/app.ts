@@ -6,7 +6,8 @@ import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
 import { randomBytes } from 'node:crypto'
 import FindMyWay, { type HTTPMethod } from 'find-my-way'
 import type { Config } from '../config/types.js'
-import type { AuthService, ClientContext, SignedIn } from '../core/auth-service.js'
+import type { AuthService, ClientContext, MfaChallenge, SignedIn } from '../core/auth-service.js'
+import type { MfaService } from '../core/mfa-service.js'
 import { AppError, errorRegistry, isAppError, type ErrorCode } from '../core/errors.js'
 import type { Keyring } from '../core/keys.js'
 import { readJsonBody } from './body.js'
@@ -26,6 +27,8 @@ export interface HttpLogger {
 export interface AppDeps {
   config: Config
   auth: AuthService
+  /** a signed-in user's second factor (the /api/auth/mfa/* endpoints) */
+  mfa: MfaService
   keyring: Keyring
   metrics: Metrics
   log: HttpLogger
@@ -84,7 +87,7 @@ class Exchange {
 type RouteHandler = (x: Exchange) => Promise<void> | void
 
 export function createApp(deps: AppDeps): Handler {
-  const { config, auth, keyring, metrics, log } = deps
+  const { config, auth, mfa, keyring, metrics, log } = deps
   const requestLog: RequestLog = deps.requestLog ?? ((reqId, method, route, status, ms) => log.info({ reqId, method, route, status, ms }, 'request'))
   const cookie = createRefreshCookie(config)
   const device = createDeviceCookie(config)
@@ -161,6 +164,9 @@ export function createApp(deps: AppDeps): Handler {
       { accessToken: s.accessToken, tokenType: 'Bearer', expiresIn: s.expiresIn, user: s.user },
       { 'set-cookie': s.deviceCookie === undefined ? cookie.set(s.refreshToken) : [cookie.set(s.refreshToken), device.set(s.deviceCookie)] },
     )
+  /** a login's answer: signed in, or (a second factor is on) the mfaRequired step, with no cookie at all */
+  const loggedIn = (x: Exchange, s: SignedIn | MfaChallenge): void =>
+    'mfaRequired' in s ? ok(x, 200, { mfaRequired: true, mfaToken: s.mfaToken, methods: MFA_METHODS, expiresIn: s.expiresIn }) : signedIn(x, 200, s)
   /** the client, with the device cookies its request carried (login, register) */
   const withDevices = (x: Exchange): ClientContext => ({ ...x.client(), devices: device.read(x.req.headers.cookie) })
 
@@ -184,7 +190,40 @@ export function createApp(deps: AppDeps): Handler {
         // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
         const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
-        return auth.login(body, withDevices(x), true).then((s) => signedIn(x, 200, s))
+        return auth.login(body, withDevices(x), true).then((s) => loggedIn(x, s))
+      },
+    },
+    '/api/auth/login/mfa': {
+      POST: async (x) => {
+        checkOrigin(x)
+        const body = await readJsonBody(x.req, bodyLimit)
+        signedIn(x, 200, await auth.loginMfa(body, withDevices(x)))
+      },
+    },
+    '/api/auth/mfa/totp/setup': {
+      POST: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        await readJsonBody(x.req, bodyLimit)
+        ok(x, 200, await mfa.setup(who))
+      },
+    },
+    '/api/auth/mfa/totp/confirm': {
+      POST: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        ok(x, 200, await mfa.confirm(who, await readJsonBody(x.req, bodyLimit)))
+      },
+    },
+    '/api/auth/mfa/totp/disable': {
+      POST: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        await mfa.disable(who, await readJsonBody(x.req, bodyLimit), x.client())
+        ok(x, 200, {})
+      },
+    },
+    '/api/auth/mfa/recovery-codes': {
+      POST: async (x) => {
+        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        ok(x, 200, await mfa.newRecoveryCodes(who, await readJsonBody(x.req, bodyLimit), x.client()))
       },
     },
     '/api/auth/register': {
@@ -302,7 +341,7 @@ export function createApp(deps: AppDeps): Handler {
   function preflight(x: Exchange): void {
     // a preflight of a cookie endpoint is a request like any other there: a foreign origin is
     // refused (no browser would go on without the CORS headers anyway)
-    if (x.route !== '/api/auth/me') checkOrigin(x)
+    if (COOKIE_ROUTES.has(x.route)) checkOrigin(x)
     // the CORS headers (or their absence) are added for every /api/auth/* response below
     x.res.writeHead(204, {
       'access-control-allow-methods': 'GET, POST',
@@ -358,6 +397,12 @@ export function createApp(deps: AppDeps): Handler {
     }
   }
 }
+
+/** the endpoints that set or read the refresh cookie: a foreign browser origin is refused there */
+const COOKIE_ROUTES: ReadonlySet<string> = new Set(['/api/auth/login', '/api/auth/login/mfa', '/api/auth/register', '/api/auth/refresh', '/api/auth/logout'])
+
+/** the second-factor methods a login answered with mfaRequired offers */
+const MFA_METHODS = Object.freeze(['totp', 'recovery_code'])
 
 /** how many Host headers a request has (node keeps the first in `req.headers`, silently) */
 function hostCount(raw: string[]): number {

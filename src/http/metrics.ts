@@ -156,6 +156,8 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
   const me = counter('authd_me_total', 'GET /api/auth/me by outcome', 'outcome')
   const refresh = counter('authd_refresh_total', 'Refresh attempts by outcome (reuse = a used token presented again)', 'outcome')
   const register = counter('authd_register_total', 'Registrations by outcome', 'outcome')
+  const mfa = counter('authd_mfa_total', 'Second-factor login steps by outcome (required = a right password answered with mfaRequired)', 'outcome')
+  const mfaAccount = counter('authd_mfa_account_total', 'Second-factor changes by users, by action', 'action')
   const limited = counter('authd_rate_limited_total', 'Requests refused by a rate limit, by limit', 'limit')
   const duration = new RequestHistogram('authd_http_request_duration_seconds', 'HTTP request durations by route')
   registry.registerMetric(duration as never)
@@ -167,6 +169,8 @@ export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics 
       me: (o) => me.inc(o),
       refresh: (o) => refresh.inc(o),
       register: (o) => register.inc(o),
+      mfa: (o) => mfa.inc(o),
+      mfaAccount: (a) => mfaAccount.inc(a),
       rateLimited: (l) => limited.inc(l),
     },
     observe: (route, method, status, seconds) => duration.observe(route, method, status, seconds),

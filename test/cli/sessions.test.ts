@@ -1,5 +1,6 @@
 import t from 'tap'
 import { addUser, buildApp } from '../helpers/app.js'
+import { signIn } from '../helpers/sign-in.js'
 import { ctlFor, PASSWORD } from './run.js'
 import { sessionsRevoke } from '../../src/cli/commands/sessions.js'
 import type { StoreDeps } from '../../src/cli/deps.js'
@@ -12,9 +13,9 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   const ctl = ctlFor(app.dir)
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
   const bob = await addUser(app, 'bob@example.com', PASSWORD)
-  const a1 = await app.auth.login({ email: 'ann@example.com', password: PASSWORD }, client('203.0.113.7', 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0'))
-  const a2 = await app.auth.login({ email: 'ann@example.com', password: PASSWORD }, client('2001:db8::1', 'curl/8.5.0\u001b[31m'))
-  const b1 = await app.auth.login({ email: 'bob@example.com', password: PASSWORD }, client('198.51.100.2', 'bob-agent'))
+  const a1 = await signIn(app, { email: 'ann@example.com', password: PASSWORD }, client('203.0.113.7', 'Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0'))
+  const a2 = await signIn(app, { email: 'ann@example.com', password: PASSWORD }, client('2001:db8::1', 'curl/8.5.0\u001b[31m'))
+  const b1 = await signIn(app, { email: 'bob@example.com', password: PASSWORD }, client('198.51.100.2', 'bob-agent'))
 
   const table = await ctl(['sessions', 'list'])
   t.equal(table.code, 0, table.stderr)
@@ -43,7 +44,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   t.equal(one.stdout, `Revoked session ${a1.sessionId} of ann@example.com.\n`)
   t.throws(() => app.auth.me(`Bearer ${a1.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' })
   await t.rejects(app.auth.refresh(a1.refreshToken, client('203.0.113.7', 'x')), { code: 'INVALID_REFRESH_TOKEN' })
-  t.same(app.auth.me(`Bearer ${a2.accessToken}`), { id: ann.id, email: 'ann@example.com' }, 'the other session lives')
+  t.same(app.auth.me(`Bearer ${a2.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false }, 'the other session lives')
 
   const again = await ctl(['sessions', 'revoke', a1.sessionId])
   t.equal(again.code, 1)
@@ -66,7 +67,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   const unconfirmed = await ctl(['sessions', 'revoke', '--all'])
   t.equal(unconfirmed.code, 2)
   t.equal(unconfirmed.stderr, 'authctl: Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).\n')
-  t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com' }, 'nothing was revoked')
+  t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'nothing was revoked')
   // --yes is required even where a terminal could have been asked (CONTRACT 1: `--all --yes`)
   let asked = false
   const confirmingTerminal = async (): Promise<void> => {
@@ -75,7 +76,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   const terminalDeps = { confirm: confirmingTerminal } as unknown as StoreDeps
   await t.rejects(sessionsRevoke(terminalDeps, { all: true, yes: false }), { name: 'UsageError' })
   t.notOk(asked, 'not asked: refused before any question')
-  t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com' }, 'still nothing was revoked')
+  t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'still nothing was revoked')
 
   const all = await ctl(['sessions', 'revoke', '--all', '--yes'])
   t.equal(all.code, 0)

@@ -167,7 +167,7 @@ t.test('a page on an allowed origin logs in, restores the session from the HttpO
   t.match(stored, { httpOnly: true, sameSite: 'Strict', path: '/', secure: false, domain: '127.0.0.1' })
 
   const me = await page.evaluate(() => window.app.me())
-  t.same(me, { status: 200, body: { success: true, data: { id: login.body.data.user.id, email: EMAIL } } }, '/me with the in-memory token')
+  t.same(me, { status: 200, body: { success: true, data: { id: login.body.data.user.id, email: EMAIL, mfaEnabled: false } } }, '/me with the in-memory token')
 
   await page.reload()
   t.equal(await page.evaluate(() => window.app.token()), null, 'the reload forgot the access token')

@@ -67,7 +67,7 @@ t.test("the README's curl examples run as written: log in, who am I, refresh, lo
 
   const [me, refreshed, loggedOut, ...rest] = documents(out!) as any[]
   t.same(rest, [], 'three responses printed')
-  t.same(me, { success: true, data: { id: reg.body.data.user.id, email: 'admin@example.com' } }, 'who am I')
+  t.same(me, { success: true, data: { id: reg.body.data.user.id, email: 'admin@example.com', mfaEnabled: false } }, 'who am I')
   t.match(refreshed, { success: true, data: { accessToken: String, tokenType: 'Bearer', expiresIn: Number, user: { email: 'admin@example.com' } } }, 'refresh from the cookie jar')
   t.same(loggedOut, { success: true, data: {} }, 'log out')
 

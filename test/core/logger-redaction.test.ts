@@ -42,10 +42,21 @@ t.test('keeps the documented redact paths', async (t) => {
       'accessToken',
       'refreshToken',
       'token',
+      'mfaToken',
+      'recoveryCode',
+      'recoveryCodes',
+      'secret',
+      'otpauthUrl',
+      'code',
       '*.password',
       '*.accessToken',
       '*.refreshToken',
       '*.token',
+      '*.mfaToken',
+      '*.recoveryCode',
+      '*.recoveryCodes',
+      '*.secret',
+      '*.otpauthUrl',
     ],
   )
 })
@@ -72,6 +83,17 @@ t.test('censors every secret field at the top level and one level down', async (
   t.same(lines.at(-3)!.req.headers, { authorization: '[redacted]', cookie: '[redacted]', host: 'h' })
   t.same(lines.at(-2)!.res.headers, { 'set-cookie': '[redacted]' })
   t.same(lines.at(-1)!.headers, { authorization: '[redacted]', cookie: '[redacted]' })
+})
+
+t.test('censors a second-factor code at the top level; an error’s code one level down is kept', async (t) => {
+  const out = capture()
+  const log = createLogger({ level: 'info', destination: out.stream })
+  log.info({ event: 'mfa', code: '123456', recoveryCode: 'abcde-fghij', mfaToken: SECRET, err: { code: 'ENOENT' } }, 'mfa')
+  await new Promise((r) => setImmediate(r))
+  t.notOk(out.text().includes('123456'))
+  t.notOk(out.text().includes('abcde-fghij'))
+  t.notOk(out.text().includes(SECRET))
+  t.match(out.lines[0], { code: '[redacted]', recoveryCode: '[redacted]', mfaToken: '[redacted]', err: { code: 'ENOENT' } })
 })
 
 t.test('censors a secret carried on a logged error, and keeps it an error', async (t) => {

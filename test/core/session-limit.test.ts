@@ -9,6 +9,7 @@ import { isLive } from '../../src/core/sessions.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { SessionLimit, SessionRecord } from '../../src/store/store.js'
 import { addUser, buildApp } from '../helpers/app.js'
+import { signIn } from '../helpers/sign-in.js'
 import { newSession, openStore, policy, T0 } from '../helpers/refresh-store.js'
 
 const PASSWORD = 'saffron-heron-77'
@@ -29,7 +30,7 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
   const c = clock()
   const app = await buildApp(t, { now: c.now, env: { ...ROOMY, AUTHD_SESSIONS_MAX_PER_USER: '3' } })
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
-  const login = () => app.auth.login({ email: 'ann@example.com', password: PASSWORD }, client)
+  const login = () => signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)
   const first = await login()
   c.advance(1000)
   const second = await login()
@@ -48,8 +49,8 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
 
   t.throws(() => app.auth.me(`Bearer ${second.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' }, "the ended session's access token stops working")
   await t.rejects(app.auth.refresh(second.refreshToken, client), { code: 'INVALID_REFRESH_TOKEN' }, 'and its refresh token')
-  t.same(app.auth.me(`Bearer ${fourth.accessToken}`), { id: ann.id, email: 'ann@example.com' })
-  t.same(app.auth.me(`Bearer ${firstRefreshed.accessToken}`), { id: ann.id, email: 'ann@example.com' })
+  t.same(app.auth.me(`Bearer ${fourth.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
+  t.same(app.auth.me(`Bearer ${firstRefreshed.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
 
   const evicts = app.logs.lines.filter((l) => l.event === 'session_evict')
   t.match(evicts, [{ level: 'info', event: 'session_evict', sessionId: second.sessionId, userId: ann.id }], 'one info line names the session and the user')
@@ -57,7 +58,7 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
 
   // a second user's sessions are their own
   const bob = await addUser(app, 'bob@example.com', PASSWORD)
-  await app.auth.login({ email: 'bob@example.com', password: PASSWORD }, client)
+  await signIn(app, { email: 'bob@example.com', password: PASSWORD }, client)
   t.equal(app.store.countSessions(bob.id), 1)
   t.equal(app.store.countSessions(ann.id), 3)
 })
@@ -66,7 +67,7 @@ t.test('expired sessions do not count as live: no live session ends for them', a
   const c = clock()
   const app = await buildApp(t, { now: c.now, env: { ...ROOMY, AUTHD_SESSIONS_MAX_PER_USER: '2', AUTHD_SESSIONS_IDLE_TTL: '1h' } })
   await addUser(app, 'ann@example.com', PASSWORD)
-  const login = () => app.auth.login({ email: 'ann@example.com', password: PASSWORD }, client)
+  const login = () => signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)
   const stale = await login()
   c.advance(2 * 3_600_000) // past idle_ttl
   const live = await login()
@@ -81,7 +82,7 @@ t.test('expired sessions do not count as live: no live session ends for them', a
 t.test('concurrent logins never leave more than max_per_user sessions', async (t) => {
   const app = await buildApp(t, { env: { ...ROOMY, AUTHD_SESSIONS_MAX_PER_USER: '3' } })
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
-  const results = await Promise.all(Array.from({ length: 8 }, () => app.auth.login({ email: 'ann@example.com', password: PASSWORD }, client)))
+  const results = await Promise.all(Array.from({ length: 8 }, () => signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)))
   t.equal(results.length, 8, 'every login succeeded')
   t.equal(app.store.countSessions(ann.id), 3)
   t.equal(app.logs.lines.filter((l) => l.event === 'session_evict').length, 5, 'each eviction logged once')

@@ -85,7 +85,7 @@ t.test('keeps every acknowledged write across kill -9 and a restart', async (t) 
   const second = await spawnDaemon(t, dir, ENV)
   for (const s of [...registered, ...loggedIn.slice(1), lastSession]) {
     const me = await call(second.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
-    t.same(me.body, { success: true, data: { id: s.userId, email: s.email } }, `${s.email}: an access token from before the crash still works (keys and session kept)`)
+    t.same(me.body, { success: true, data: { id: s.userId, email: s.email, mfaEnabled: false } }, `${s.email}: an access token from before the crash still works (keys and session kept)`)
   }
   const goneMe = await call(second.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${gone.accessToken}` } })
   t.equal(goneMe.status, 401, 'the logged-out access token stays dead')

@@ -79,7 +79,7 @@ t.test('signs in: 200 with the token, the user, and the refresh cookie with prod
   t.notOk(JSON.stringify(session).includes(nameValue!.split('=')[1]!), 'the store never holds the refresh token itself')
 
   const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken}` } })
-  t.same(me.body, { success: true, data: { id: user.id, email: 'ann@example.com' } })
+  t.same(me.body, { success: true, data: { id: user.id, email: 'ann@example.com', mfaEnabled: false } })
 })
 
 t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {

@@ -39,7 +39,7 @@ t.test('answers the user read from the store, with the envelope headers', async 
   const { token } = await login(app, 'ann@example.com')
   const r = await me(app, { authorization: `Bearer ${token}` })
   t.equal(r.status, 200)
-  t.same(r.body, { success: true, data: { id: user.id, email: 'ann@example.com' } })
+  t.same(r.body, { success: true, data: { id: user.id, email: 'ann@example.com', mfaEnabled: false } })
   t.equal(r.headers['content-type'], 'application/json; charset=utf-8')
   t.equal(r.headers['cache-control'], 'no-store')
   t.equal(r.headers['x-content-type-options'], 'nosniff')
@@ -52,7 +52,7 @@ t.test('shows a changed email at once, since it reads the store and not the toke
   const { token } = await login(app, 'old@example.com')
   await app.store.updateUser(user.id, (u) => ({ ...u, email: 'new@example.com' }))
   const r = await me(app, { authorization: `Bearer ${token}` })
-  t.same(r.body, { success: true, data: { id: user.id, email: 'new@example.com' } })
+  t.same(r.body, { success: true, data: { id: user.id, email: 'new@example.com', mfaEnabled: false } })
 })
 
 t.test('accepts the Bearer scheme in any case and with extra spaces', async (t) => {

@@ -44,7 +44,7 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   t.equal(app.store.countSessions(stored!.id), 1, 'signed in: one session')
 
   const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${data.accessToken}` } })
-  t.same(me.body, { success: true, data: { id: stored!.id, email: 'zoe@example.com' } })
+  t.same(me.body, { success: true, data: { id: stored!.id, email: 'zoe@example.com', mfaEnabled: false } })
 
   const jar = new CookieJar('__Host-authd_rt')
   jar.take(res)

@@ -8,6 +8,7 @@ import { generateKey } from '../../src/core/keys.js'
 import type { SmokeStepEvent } from '../../src/tui/deps.js'
 import { createStoreTuiDeps } from '../../src/tui/store-deps.js'
 import { addUser, buildApp, call, startServer, type TestApp } from '../helpers/app.js'
+import { signIn } from '../helpers/sign-in.js'
 
 function tuiDeps(app: TestApp, now: () => number = Date.now) {
   const admin = createAdmin({
@@ -25,8 +26,8 @@ t.test('the snapshot shows users with live session counts, sessions with their u
   const app = await buildApp(t)
   await addUser(app, 'alice@example.com', 'correct horse battery')
   await addUser(app, 'bob@example.com', 'correct horse battery', { disabled: true })
-  await app.auth.login({ email: 'alice@example.com', password: 'correct horse battery' }, client)
-  await app.auth.login({ email: 'alice@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'alice@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'alice@example.com', password: 'correct horse battery' }, client)
   const deps = tuiDeps(app)
   const snap = await deps.snapshot()
   t.same(
@@ -53,7 +54,7 @@ t.test('addUser keeps the password policy and the unique email; the user then si
   const row = await deps.addUser(' Carol@Example.com ', 'Tr0ub4dor&3-long')
   t.match(row, { email: 'carol@example.com', disabled: false, sessions: 0 })
   await t.rejects(deps.addUser('CAROL@example.com', 'Tr0ub4dor&3-long'), { message: /already exists/ })
-  const signedIn = await app.auth.login({ email: 'carol@example.com', password: 'Tr0ub4dor&3-long' }, client)
+  const signedIn = await signIn(app, { email: 'carol@example.com', password: 'Tr0ub4dor&3-long' }, client)
   t.equal(signedIn.user.id, row.id)
 })
 
@@ -61,13 +62,13 @@ t.test('setPassword and disabling revoke the sessions and say how many; enabling
   const app = await buildApp(t)
   const u = await addUser(app, 'dave@example.com', 'correct horse battery')
   const deps = tuiDeps(app)
-  await app.auth.login({ email: 'dave@example.com', password: 'correct horse battery' }, client)
-  await app.auth.login({ email: 'dave@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'dave@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'dave@example.com', password: 'correct horse battery' }, client)
   await t.rejects(deps.setPassword(u.id, 'password'), { message: 'Password is too common' })
   t.equal(app.store.countSessions(u.id), 2, 'a refused password changes nothing')
   t.equal(await deps.setPassword(u.id, 'n3w-Passw0rd-long'), 2)
   t.equal(app.store.countSessions(u.id), 0)
-  await app.auth.login({ email: 'dave@example.com', password: 'n3w-Passw0rd-long' }, client)
+  await signIn(app, { email: 'dave@example.com', password: 'n3w-Passw0rd-long' }, client)
   t.equal(await deps.setDisabled(u.id, true), 1)
   t.equal(app.store.getUser(u.id)?.disabled, true)
   t.equal(await deps.setDisabled(u.id, false), 0)
@@ -78,14 +79,14 @@ t.test('sessions: revoke one, then all of a user; removing a user removes its se
   const app = await buildApp(t)
   const u = await addUser(app, 'erin@example.com', 'correct horse battery')
   const deps = tuiDeps(app)
-  const a = await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
-  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
-  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  const a = await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
   await deps.revokeSession(a.sessionId)
   t.equal(app.store.getSession(a.sessionId), undefined)
   await t.rejects(deps.revokeSession(a.sessionId), { message: /No session with id/ })
   t.equal(await deps.revokeUserSessions(u.id), 2)
-  await app.auth.login({ email: 'erin@example.com', password: 'correct horse battery' }, client)
+  await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
   await deps.removeUser(u.id)
   t.equal(app.store.getUser(u.id), undefined)
   t.equal(app.store.listSessions(u.id).length, 0)

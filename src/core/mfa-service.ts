@@ -1,0 +1,154 @@
+/**
+ * A signed-in user's second factor (README, "Second factor"): set up TOTP, confirm it with a code
+ * (the factor is then on, with ten recovery codes), turn it off, or get new recovery codes. The
+ * caller is the user of a live access token (AuthService.authenticate); turning the factor off and
+ * new recovery codes also take the password. No HTTP and no LMDB here.
+ */
+import type { Config } from '../config/types.js'
+import type { Store, UserRecord } from '../store/store.js'
+import type { AuthEvents, Authenticated, ClientContext, Logger } from './auth-service.js'
+import { AppError, isAppError } from './errors.js'
+import type { PasswordHasher } from './passwords.js'
+import { Keep, limitKey, type RateLimiter } from './rate-limiter.js'
+import type { RefusalLog } from './refusal-log.js'
+import { matchTotp, newRecoveryCodes, newTotpSecret, otpauthUrl } from './totp.js'
+
+export interface MfaServiceDeps {
+  config: Config
+  store: Store
+  hasher: PasswordHasher
+  limiter: RateLimiter
+  now: () => number
+  log: Logger
+  events: Pick<AuthEvents, 'mfaAccount' | 'rateLimited'>
+  refusals: Pick<RefusalLog, 'refused'>
+}
+
+export interface MfaService {
+  /** a new TOTP secret, kept unconfirmed (replacing an earlier unconfirmed one) */
+  setup(who: Authenticated): Promise<{ secret: string; otpauthUrl: string }>
+  /** `{code}` of the setup's secret: the factor is on; its ten recovery codes, shown this once */
+  confirm(who: Authenticated, body: Record<string, unknown>): Promise<{ recoveryCodes: string[] }>
+  /** `{password}`: the factor is off, its recovery codes void */
+  disable(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<void>
+  /** `{password}`: ten new recovery codes, the old ones void */
+  newRecoveryCodes(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<{ recoveryCodes: string[] }>
+}
+
+/** a record without the unconfirmed setup */
+const withoutSetup = (u: UserRecord): UserRecord => {
+  const { mfaSetup: _setup, ...rest } = u
+  return rest
+}
+
+export function createMfaService(deps: MfaServiceDeps): MfaService {
+  const { config, store, hasher, limiter, log, events, refusals } = deps
+  const rl = config.rateLimit.login
+
+  /** the caller's record; its token was checked against the store just now */
+  const userOf = (who: Authenticated): UserRecord => {
+    const user = store.getUser(who.user.id)
+    if (user === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+    return user
+  }
+
+  /**
+   * The password of `user`, checked as a login checks it: counted before the hash as a failed
+   * login of that email (login.per_ip_email and login.per_email), so a stolen access token is no
+   * way around the login limits to guess the password; while they are spent, 429 without a check.
+   */
+  async function checkPassword(user: UserRecord, password: unknown, client: ClientContext): Promise<void> {
+    if (typeof password !== 'string' || password === '') {
+      events.mfaAccount('wrong_password')
+      throw new AppError('CURRENT_PASSWORD_INCORRECT')
+    }
+    const attempt = limiter.consume([
+      { key: limitKey('login_ip_email', client.ipKey, user.email), rule: rl.perIpEmail },
+      { key: limitKey('login_email', user.email), rule: rl.perEmail, keep: Keep.ACCOUNT },
+    ])
+    if (!attempt.ok) {
+      const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : 'login.per_email'
+      events.rateLimited(limit)
+      refusals.refused({ event: 'login', limit, ip: client.ip }, 'login refused by rate limit')
+      throw new AppError('TOO_MANY_LOGINS', { retryAfterS: attempt.retryAfterS })
+    }
+    let ok: boolean
+    try {
+      ok = await hasher.verify(user.passwordHash, password)
+    } catch (err) {
+      // a hash the queue turned away (503) checked nothing: not a failed attempt
+      if (isAppError(err) && err.code === 'BUSY') limiter.release(attempt.token)
+      throw err
+    }
+    if (!ok) {
+      events.mfaAccount('wrong_password')
+      log.info({ event: 'mfa_change', outcome: 'wrong_password', ip: client.ip, userId: user.id }, 'second-factor change refused')
+      throw new AppError('CURRENT_PASSWORD_INCORRECT')
+    }
+    limiter.release(attempt.token)
+  }
+
+  return {
+    async setup(who) {
+      const user = userOf(who)
+      if (user.mfa !== undefined) throw new AppError('MFA_ALREADY_ENABLED')
+      const secret = newTotpSecret()
+      const stored = await store.updateUser(user.id, (u) => (u.mfa !== undefined ? u : { ...u, mfaSetup: { secret, createdAt: deps.now() } }))
+      if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+      if (stored.mfa !== undefined) throw new AppError('MFA_ALREADY_ENABLED')
+      events.mfaAccount('setup')
+      log.info({ event: 'mfa_change', outcome: 'setup', userId: user.id }, 'second factor set up (unconfirmed)')
+      return { secret, otpauthUrl: otpauthUrl(config.mfa.issuer, stored.email, secret) }
+    },
+
+    async confirm(who, body) {
+      const user = userOf(who)
+      const setup = user.mfaSetup
+      if (setup === undefined) throw new AppError('MFA_NO_SETUP')
+      const now = deps.now()
+      const step = typeof body.code === 'string' ? matchTotp(setup.secret, body.code, now, -1) : null
+      if (step === null) {
+        events.mfaAccount('invalid_code')
+        throw new AppError('INVALID_SETUP_CODE')
+      }
+      const { codes, hashes } = newRecoveryCodes(user.id)
+      let confirmed = false
+      await store.updateUser(user.id, (u) => {
+        // the very setup that was checked (not one that replaced it meanwhile)
+        if (u.mfaSetup?.secret !== setup.secret || u.mfa !== undefined) return u
+        confirmed = true
+        // the confirming code's step counts as used: it cannot sign in afterwards
+        return { ...withoutSetup(u), mfa: { secret: setup.secret, enabledAt: now, lastStep: step, recoveryCodes: hashes }, updatedAt: now }
+      })
+      if (!confirmed) throw new AppError('MFA_NO_SETUP')
+      events.mfaAccount('enable')
+      log.info({ event: 'mfa_change', outcome: 'enable', userId: user.id }, 'second factor turned on')
+      return { recoveryCodes: codes }
+    },
+
+    async disable(who, body, client) {
+      const user = userOf(who)
+      if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
+      await checkPassword(user, body.password, client)
+      const now = deps.now()
+      await store.updateUser(user.id, (u) => {
+        const { mfa: _mfa, ...rest } = withoutSetup(u)
+        return { ...rest, updatedAt: now }
+      })
+      events.mfaAccount('disable')
+      log.info({ event: 'mfa_change', outcome: 'disable', ip: client.ip, userId: user.id }, 'second factor turned off')
+    },
+
+    async newRecoveryCodes(who, body, client) {
+      const user = userOf(who)
+      if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
+      await checkPassword(user, body.password, client)
+      const { codes, hashes } = newRecoveryCodes(user.id)
+      const stored = await store.updateUser(user.id, (u) => (u.mfa === undefined ? u : { ...u, mfa: { ...u.mfa, recoveryCodes: hashes }, updatedAt: deps.now() }))
+      if (stored?.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
+      events.mfaAccount('recovery_codes')
+      log.info({ event: 'mfa_change', outcome: 'recovery_codes', ip: client.ip, userId: user.id }, 'new recovery codes')
+      return { recoveryCodes: codes }
+    },
+  }
+}
