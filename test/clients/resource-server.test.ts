@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
+import { HOTP, Secret } from 'otpauth'
 import { generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { KeyRecord } from '../../src/store/store.js'
@@ -157,7 +158,7 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
   t.match(rs.stderr(), /token rejected: ERR_JWT_CLAIM_VALIDATION_FAILED/, 'and it says why it refused, to the operator')
 })
 
-t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mfa, and asks the others to step up', async (t) => {
+t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mfa (crafted, then real ones of TOTP and recovery-code sign-ins), and asks the others to step up', async (t) => {
   const dir = join(t.testdir(), 'data')
   const authd = await startAuthd(t, dir)
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'mfa-rs@example.com', password: 'correct horse battery staple' } })
@@ -200,6 +201,34 @@ t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mf
   const real = await get(strict.url, passwordOnly)
   t.equal(real.status, 401, 'a real token of a password sign-in asks for the second factor')
   t.equal((await get(lax.url, passwordOnly)).status, 200)
+
+  // the real thing: the user turns the factor on and signs in with a TOTP code, then a recovery code
+  const appCode = (secret: string, steps = 0): string =>
+    HOTP.generate({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, counter: Math.floor(Date.now() / 30_000) + steps })
+  const auth = { authorization: `Bearer ${passwordOnly}` }
+  const setup = await call(authd.url, 'POST', '/api/auth/mfa/totp/setup', { headers: auth, json: {} })
+  const secret = setup.body.data.secret as string
+  const confirm = await call(authd.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: auth, json: { code: appCode(secret) } })
+  t.equal(confirm.status, 200, 'the factor is on')
+  const signIn = async (proof: Record<string, string>): Promise<Reply> => {
+    const first = await call(authd.url, 'POST', '/api/auth/login', { json: { email: 'mfa-rs@example.com', password: 'correct horse battery staple' } })
+    t.match(first.body.data, { mfaRequired: true, mfaToken: String })
+    return call(authd.url, 'POST', '/api/auth/login/mfa', { json: { mfaToken: first.body.data.mfaToken, ...proof } })
+  }
+  const withTotp = await signIn({ code: appCode(secret, 1) })
+  t.equal(withTotp.status, 200)
+  const totpToken = withTotp.body.data.accessToken as string
+  const viaTotp = await get(strict.url, totpToken)
+  t.equal(viaTotp.status, 200, 'a real token of a sign-in with a TOTP code is accepted')
+  t.same(viaTotp.body.data.claims.amr, ['pwd', 'otp', 'mfa'])
+  const cookie = /__Host-authd_rt=[^;]+/.exec(([] as string[]).concat(withTotp.headers['set-cookie'] ?? []).join('\n'))![0]
+  const refreshed = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie } })
+  t.equal(refreshed.status, 200)
+  t.equal((await get(strict.url, refreshed.body.data.accessToken as string)).status, 200, 'and so is the token of its refresh (the session keeps its amr)')
+  const withRecovery = await signIn({ recoveryCode: (confirm.body.data.recoveryCodes as string[])[0]! })
+  t.equal(withRecovery.status, 200)
+  const viaRecovery = await get(strict.url, withRecovery.body.data.accessToken as string)
+  t.same([viaRecovery.status, viaRecovery.body.data.claims.amr], [200, ['pwd', 'mfa']], 'a sign-in with a recovery code counts as a second factor too')
   // a forged amr does not help: the claim counts only under a valid signature
   const forged = craft(header, { ...base, amr: ['pwd', 'otp', 'mfa'] }, signer(generateKey('ES256', Date.now())))
   t.same([(await get(strict.url, forged)).status, (await get(strict.url, forged)).headers['www-authenticate']], [401, 'Bearer error="invalid_token"'])
