@@ -1,7 +1,7 @@
 /** The API as a client uses it, remembering every token it is handed for the hygiene case. */
 import { HOTP, Secret } from 'otpauth'
 import { cookieFrom, request } from './http.mjs'
-import { noteTokens, secrets } from './secrets.mjs'
+import { noteMfa, noteTokens, secrets } from './secrets.mjs'
 
 /** The production cookie name (the daemons here run without --dev) */
 export const COOKIE = '__Host-authd_rt'
@@ -50,11 +50,11 @@ export async function enableTotp(url, accessToken, opts = {}) {
   const setup = await request(url, 'POST', '/api/auth/mfa/totp/setup', { headers, json: {}, ...opts })
   const secret = setup.body?.data?.secret
   if (setup.status !== 200 || typeof secret !== 'string') throw new Error(`setup: mfa setup answered ${setup.status} ${setup.text}`)
-  secrets.totpSecrets.add(secret)
+  noteMfa(setup)
   const confirm = await request(url, 'POST', '/api/auth/mfa/totp/confirm', { headers, json: { code: totpCode(secret) }, ...opts })
   const recoveryCodes = confirm.body?.data?.recoveryCodes
   if (confirm.status !== 200 || !Array.isArray(recoveryCodes)) throw new Error(`setup: mfa confirm answered ${confirm.status} ${confirm.text}`)
-  for (const c of recoveryCodes) secrets.recoveryCodes.add(c)
+  noteMfa(confirm)
   return { secret, recoveryCodes }
 }
 

@@ -22,12 +22,22 @@ export const secrets = {
   mfaTokens: new Set(),
 }
 
+/**
+ * Remembers the second-factor secrets of a response: setup's secret (its otpauthUrl carries the
+ * same), confirm's or recovery-codes' codes, a login's mfaToken.
+ */
+export function noteMfa(res) {
+  const d = res.body?.data ?? {}
+  if (typeof d.secret === 'string') secrets.totpSecrets.add(d.secret)
+  if (typeof d.mfaToken === 'string') secrets.mfaTokens.add(d.mfaToken)
+  for (const c of Array.isArray(d.recoveryCodes) ? d.recoveryCodes : []) if (typeof c === 'string') secrets.recoveryCodes.add(c)
+}
+
 /** Remembers the tokens of a login/register/refresh response (an mfaToken too). */
 export function noteTokens(res, cookieName) {
   const at = res.body?.data?.accessToken
   if (typeof at === 'string') secrets.access.add(at)
-  const mfaToken = res.body?.data?.mfaToken
-  if (typeof mfaToken === 'string') secrets.mfaTokens.add(mfaToken)
+  noteMfa(res)
   const sc = res.headers?.['set-cookie']
   for (const c of sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]) {
     if (!c.startsWith(`${cookieName}=`)) continue

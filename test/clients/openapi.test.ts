@@ -12,6 +12,7 @@ import t, { type Test } from 'tap'
 import YAML from 'yaml'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { errorRegistry } from '../../src/core/errors.js'
+import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { startAuthd } from './daemon.js'
 
@@ -101,6 +102,8 @@ const UNREACHABLE: Record<string, string> = {
   '500': 'an unexpected fault; the registry and the error handler are tested in test/http',
   'POST /api/auth/login 503': 'needs more than 512 password hashes queued at once',
   'POST /api/auth/register 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/mfa/totp/disable 503': 'needs more than 512 password hashes queued at once',
+  'POST /api/auth/mfa/recovery-codes 503': 'needs more than 512 password hashes queued at once',
 }
 
 const ORIGIN = 'http://app.example.test'
@@ -204,6 +207,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
       AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/1m',
       AUTHD_RATE_LIMIT_REGISTER_PER_IP: '10/1m',
       AUTHD_RATE_LIMIT_REFRESH_PER_IP: '12/1m',
+      AUTHD_RATE_LIMIT_MFA_PER_USER: '2/1m',
     },
   })
   const url = authd.url
@@ -220,7 +224,8 @@ t.test('real responses of the running daemon match the description, endpoint by 
   await req('GET', '/metrics')
 
   // preflights, from an allowed origin (with the grant) and another (without)
-  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout']) {
+  const mfaPaths = ['/api/auth/mfa/totp/setup', '/api/auth/mfa/totp/confirm', '/api/auth/mfa/totp/disable', '/api/auth/mfa/recovery-codes']
+  for (const path of ['/api/auth/register', '/api/auth/login', '/api/auth/me', '/api/auth/refresh', '/api/auth/logout', '/api/auth/login/mfa', ...mfaPaths]) {
     const allowed = await req('OPTIONS', path, { headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } })
     t.same([allowed.headers['access-control-allow-origin'], allowed.headers['access-control-allow-credentials']], [ORIGIN, 'true'])
     const other = await req('OPTIONS', path, { headers: { origin: 'https://elsewhere.example', 'access-control-request-method': 'POST' } })
@@ -297,6 +302,64 @@ t.test('real responses of the running daemon match the description, endpoint by 
   t.equal((await req('POST', '/api/auth/logout', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
   t.equal((await req('POST', '/api/auth/logout', json(big))).status, 413)
   t.equal((await req('POST', '/api/auth/logout', { headers: evil })).status, 403)
+
+  // the second factor, on ann's account
+  const annLogin = await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  const bearer = { authorization: `Bearer ${annLogin.body.data.accessToken}` }
+  for (const path of mfaPaths) {
+    t.equal((await req('POST', path)).status, 401, `${path}: no token`)
+    t.equal((await req('POST', path, { headers: { authorization: 'Bearer not.a.token' } })).status, 401, `${path}: a bad token`)
+    t.equal((await req('POST', path, { body: '{', headers: { ...bearer, 'content-type': 'application/json' } })).status, 400, `${path}: bad JSON`)
+    t.equal((await req('POST', path, { body: 'x', headers: { ...bearer, 'content-type': 'text/plain' } })).status, 415, `${path}: not JSON`)
+    t.equal((await req('POST', path, { ...json(big), headers: bearer })).status, 413, `${path}: too large`)
+  }
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: '123456' }), headers: bearer })).status, 409)
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: PASSWORD }), headers: bearer })).status, 409)
+  t.equal((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: bearer })).status, 409)
+  const setup = await req('POST', '/api/auth/mfa/totp/setup', { headers: bearer })
+  t.equal(setup.status, 200)
+  const secret = setup.body.data.secret as string
+  const step = stepAt(Date.now())
+  const codes = [codeAt(secret, step), codeAt(secret, step + 1)]
+  const wrongCode = codes.includes('000000') ? '000001' : '000000'
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: wrongCode }), headers: bearer })).status, 400)
+  const confirmed = await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: codes[0] }), headers: bearer })
+  t.equal(confirmed.status, 200)
+  t.equal((await req('POST', '/api/auth/mfa/totp/setup', { headers: bearer })).status, 409)
+  t.equal((await req('GET', '/api/auth/me', { headers: bearer })).body.data.mfaEnabled, true)
+  t.equal((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: 'wrong guess' }), headers: bearer })).status, 403)
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: 'wrong guess' }), headers: bearer })).status, 403)
+  const fresh = await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: bearer })
+  t.equal(fresh.status, 200)
+  const challenge = await req('POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))
+  t.equal(challenge.body.data.mfaRequired, true)
+  const mfaToken = challenge.body.data.mfaToken as string
+  t.equal((await req('POST', '/api/auth/login/mfa', json({ mfaToken }))).status, 400)
+  t.equal((await req('POST', '/api/auth/login/mfa', { body: '{', headers: { 'content-type': 'application/json' } })).status, 400)
+  t.equal((await req('POST', '/api/auth/login/mfa', { body: 'x', headers: { 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await req('POST', '/api/auth/login/mfa', json(big))).status, 413)
+  t.equal((await req('POST', '/api/auth/login/mfa', { ...json({ mfaToken, code: codes[1] }), headers: evil })).status, 403)
+  t.same((await req('POST', '/api/auth/login/mfa', json({ mfaToken: 'nope', code: codes[1] }))).body.message, 'Invalid or expired MFA token')
+  t.same((await req('POST', '/api/auth/login/mfa', json({ mfaToken, code: wrongCode }))).body.message, 'Invalid code')
+  const viaTotp = await req('POST', '/api/auth/login/mfa', json({ mfaToken, code: codes[1] }))
+  t.equal(viaTotp.status, 200)
+  const viaRecovery = await req('POST', '/api/auth/login/mfa', json({ mfaToken: (await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))).body.data.mfaToken, recoveryCode: fresh.body.data.recoveryCodes[0] }))
+  t.equal(viaRecovery.status, 200)
+  // the per-user limit (2/1m here): two wrong codes, then 429
+  const again2 = (await call(url, 'POST', '/api/auth/login', json({ email: 'ann@example.com', password: PASSWORD }))).body.data.mfaToken as string
+  const attempts: number[] = []
+  for (let i = 0; i < 3; i++) attempts.push((await req('POST', '/api/auth/login/mfa', json({ mfaToken: again2, code: wrongCode }))).status)
+  t.same(attempts, [401, 401, 429])
+  t.equal((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: PASSWORD }), headers: bearer })).status, 200)
+  // the login limit, through a wrong password at disable and recovery-codes (3/1m here)
+  t.equal((await req('POST', '/api/auth/mfa/totp/setup', { headers: bearer })).status, 200)
+  t.equal((await req('POST', '/api/auth/mfa/totp/confirm', { ...json({ code: '' }), headers: bearer })).status, 400)
+  const secret2 = (await call(url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer })).body.data.secret as string
+  t.equal((await call(url, 'POST', '/api/auth/mfa/totp/confirm', { ...json({ code: codeAt(secret2, stepAt(Date.now())) }), headers: bearer })).status, 200)
+  const spent: number[] = []
+  for (let i = 0; i < 4; i++) spent.push((await req('POST', '/api/auth/mfa/totp/disable', { ...json({ password: 'wrong guess' }), headers: bearer })).status)
+  spent.push((await req('POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: bearer })).status)
+  t.same(spent, [403, 403, 403, 429, 429], 'three failures (the logins above cleared the earlier ones), then refused, the right password too')
 
   // the refresh limit, last: every refresh with a well-formed cookie counts (one without a
   // cookie is answered before the limit)

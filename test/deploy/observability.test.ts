@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { createMetrics, loginMetric } from '../../src/http/metrics.js'
 import type { LoginOutcome } from '../../src/core/auth-service.js'
+import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, ROOT } from '../helpers/app.js'
 import { startAuthd } from '../clients/daemon.js'
 
@@ -63,6 +64,8 @@ t.test('the metrics table lists exactly the registry, with types, labels and eve
     authd_me_total: union(/export type MeOutcome = ([^\n]+)/),
     authd_refresh_total: union(/export type RefreshMetric = ([^\n]+)/),
     authd_register_total: union(/register\(outcome: ([^)]+)\): void/),
+    authd_mfa_total: union(/export type MfaOutcome = ([^\n]+)/),
+    authd_mfa_account_total: union(/export type MfaAccountAction = ([^\n]+)/),
     authd_rate_limited_total: [...new Set([...authService.matchAll(/(?:rateLimited\(|loginRefused\([^,]+, )'([a-z_.]+)'/g)].map((m) => m[1]!))],
   }
   for (const [name, list] of Object.entries(values)) {
@@ -130,6 +133,38 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
     again.take(r)
     t.equal((await call(authd.url, 'POST', '/api/auth/logout', { json: body, headers: again.header() })).status, 200)
   }
+  // the second factor, from setup to off: its secret, codes, recovery codes and mfaTokens are secrets too
+  const codes: string[] = []
+  const signedIn = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
+  secrets.push(signedIn.body.data.accessToken)
+  const bearer = { authorization: `Bearer ${signedIn.body.data.accessToken}` }
+  const setup = await call(authd.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer })
+  const secret = setup.body.data.secret as string
+  secrets.push(secret, setup.body.data.otpauthUrl)
+  const step = stepAt(Date.now())
+  codes.push(codeAt(secret, step), codeAt(secret, step + 1))
+  const confirm = await call(authd.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer, json: { code: codes[0] } })
+  t.equal(confirm.status, 200)
+  const recovery = confirm.body.data.recoveryCodes as string[]
+  secrets.push(...recovery)
+  const challenge = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
+  const mfaToken = challenge.body.data.mfaToken as string
+  secrets.push(mfaToken)
+  const wrongCode = [codes[0], codes[1]].includes('000000') ? '000001' : '000000'
+  t.equal((await call(authd.url, 'POST', '/api/auth/login/mfa', json({ mfaToken, code: wrongCode }))).status, 401)
+  const viaTotp = await call(authd.url, 'POST', '/api/auth/login/mfa', json({ mfaToken, code: codes[1] }))
+  t.equal(viaTotp.status, 200)
+  secrets.push(viaTotp.body.data.accessToken)
+  t.equal((await call(authd.url, 'POST', '/api/auth/login/mfa', json({ mfaToken, code: codes[1] }))).status, 401, 'a used mfaToken')
+  const challenge2 = await call(authd.url, 'POST', '/api/auth/login', json({ email: 'log2@example.com', password }))
+  secrets.push(challenge2.body.data.mfaToken)
+  const viaRecovery = await call(authd.url, 'POST', '/api/auth/login/mfa', json({ mfaToken: challenge2.body.data.mfaToken, recoveryCode: recovery[0] }))
+  t.equal(viaRecovery.status, 200)
+  secrets.push(viaRecovery.body.data.accessToken)
+  t.equal((await call(authd.url, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer, json: { password: 'wrong password 1' } })).status, 403)
+  const fresh = await call(authd.url, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer, json: { password } })
+  secrets.push(...(fresh.body.data.recoveryCodes as string[]))
+  t.equal((await call(authd.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer, json: { password } })).status, 200)
   t.equal(await authd.stop(), 0, 'SIGTERM: a clean stop')
 
   const lines = authd
@@ -159,11 +194,20 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
       'listening',
       'login:bad_password',
       'login:invalid_input',
+      'login:mfa_required',
       'login:rate_limited',
       'login:success',
       'login:unknown_user',
+      'login_mfa:invalid_code',
+      'login_mfa:invalid_token',
+      'login_mfa:success',
       'logout',
       'logout:all',
+      'mfa_change:disable',
+      'mfa_change:enable',
+      'mfa_change:recovery_codes',
+      'mfa_change:setup',
+      'mfa_change:wrong_password',
       'refresh_reuse',
       'register:rate_limited',
       'register:success',
@@ -173,6 +217,7 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
     'every documented event was written',
   )
   const text = authd.output()
-  for (const s of secrets) t.notOk(text.includes(s), 'no password or token in the log')
+  for (const s of secrets) t.notOk(text.includes(s), 'no password, token, secret, recovery code or mfaToken in the log')
+  for (const c of codes) t.notMatch(text, new RegExp(`(?<![0-9])${c}(?![0-9])`), 'no TOTP code in the log')
   t.notMatch(text, /@example\.com/, 'no email address in the log')
 })
