@@ -7,13 +7,18 @@
  *   curl -H "Authorization: Bearer $TOKEN" http://127.0.0.1:3000/
  *
  * Every request: 200 {"success":true,"data":{"claims":{…}}} for a valid access token,
- * 401 otherwise (with WWW-Authenticate, as authd's own /api/auth/me answers).
+ * 401 otherwise (with WWW-Authenticate, as authd's own /api/auth/me answers). With
+ * REQUIRE_MFA=1, a valid token of a sign-in without a second factor gets 401 too, with the
+ * step-up challenge of RFC 9470 (`error="insufficient_user_authentication"`).
  *
  * Environment:
  *   AUTHD_URL          authd's base URL (required); the keys come from $AUTHD_URL/.well-known/jwks.json
  *   PORT, HOST         where to listen (default 3000 on 127.0.0.1; PORT=0 picks a free port)
  *   AUTHD_ISSUER       expected `iss`, authd's tokens.issuer (default "authd")
  *   AUTHD_AUDIENCE     expected `aud`, authd's tokens.audience (default "authd")
+ *   REQUIRE_MFA        1: accept only tokens whose `amr` claim (RFC 8176) includes "mfa", i.e. of a
+ *                      session signed in with a TOTP or a recovery code after the password
+ *                      (authd keeps a session's `amr` across refreshes); 0 or unset: any valid token
  *   JWKS_COOLDOWN_MS   after a fetch, how long an unknown `kid` waits before the JWKS is fetched
  *                      again (default 5000): a rotated-in key is picked up within this time, and a
  *                      flood of made-up kids costs authd at most one request per interval
@@ -32,6 +37,18 @@ if (!env.AUTHD_URL) {
 const authdUrl = new URL(env.AUTHD_URL)
 const issuer = env.AUTHD_ISSUER ?? 'authd'
 const audience = env.AUTHD_AUDIENCE ?? 'authd'
+if (!['', '0', '1'].includes(env.REQUIRE_MFA ?? '')) {
+  process.stderr.write(`resource-server: REQUIRE_MFA must be 1 or 0 (got ${JSON.stringify(env.REQUIRE_MFA)})\n`)
+  process.exit(2)
+}
+const requireMfa = env.REQUIRE_MFA === '1'
+
+/**
+ * Whether the sign-in behind the token passed a second factor. authd's `amr` is ["pwd"] after a
+ * password alone, ["pwd","otp","mfa"] after a TOTP code, ["pwd","mfa"] after a recovery code.
+ * Only the signed claim counts: "mfa" is what RFC 8176 calls several factors, whichever.
+ */
+const hasSecondFactor = (claims) => Array.isArray(claims.amr) && claims.amr.includes('mfa')
 
 // Keys are fetched on first use, cached, and fetched again when a token names an unknown kid
 // (a rotation): tokens signed by the previous key keep verifying while it is still in the JWKS.
@@ -74,13 +91,21 @@ const server = createServer(async (req, res) => {
   if (claims === null) {
     return reply(res, 401, { success: false, message: 'Invalid or expired access token' }, { 'www-authenticate': 'Bearer error="invalid_token"' })
   }
+  if (requireMfa && !hasSecondFactor(claims)) {
+    // a valid token, but of a sign-in with the password alone: the client signs in again with its
+    // second factor (RFC 9470's step-up challenge). A route-by-route check works the same way.
+    return reply(res, 401, { success: false, message: 'A second factor is required' }, {
+      'www-authenticate': 'Bearer error="insufficient_user_authentication", error_description="A second factor is required"',
+    })
+  }
   // the user is claims.sub (authd's user id); claims.sid names the session
   reply(res, 200, { success: true, data: { claims } })
 })
 
 server.listen(Number(env.PORT ?? 3000), env.HOST ?? '127.0.0.1', () => {
   const { address, port } = server.address()
-  process.stdout.write(`resource server listening on http://${address}:${port} (tokens from ${authdUrl.origin})\n`)
+  const mfa = requireMfa ? ', second factor required' : ''
+  process.stdout.write(`resource server listening on http://${address}:${port} (tokens from ${authdUrl.origin}${mfa})\n`)
 })
 process.once('SIGTERM', () => server.close(() => process.exit(0)))
 process.once('SIGINT', () => server.close(() => process.exit(0)))

@@ -30,8 +30,9 @@ import * as lockout from './cases/lockout.mjs'
 import * as limiterFill from './cases/limiter-fill.mjs'
 import * as longEmail from './cases/long-email.mjs'
 import * as sessions from './cases/sessions.mjs'
+import * as mfaTiming from './cases/mfa-timing.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions, mfaTiming]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({

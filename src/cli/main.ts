@@ -80,7 +80,7 @@ export async function main(io: CliIo): Promise<number> {
   const opt = <T>(cmd: Command, name: string): T => cmd.opts()[name] as T
 
   // user
-  const user = program.command('user').description('add, list, show, disable, enable, change the password of, or delete users')
+  const user = program.command('user').description('add, list, show, disable, enable, change the password of, or delete users, or reset their second factor')
   user
     .command('add')
     .description('create a user (asks for the password twice on a terminal)')
@@ -94,7 +94,7 @@ export async function main(io: CliIo): Promise<number> {
     )
   user
     .command('list')
-    .description('list users: id, email, created, disabled, live sessions')
+    .description('list users: id, email, created, disabled, second factor on or off, live sessions')
     .action(withStore(async (d) => {
         const m = await userCmd()
         return outcome(await m.userList(d), m.userListView)
@@ -140,6 +140,18 @@ export async function main(io: CliIo): Promise<number> {
     .action(withStore(async (d, c) => {
         const m = await userCmd()
         return outcome(await m.userRm(d, { ref: arg(c), yes: opt(c, 'yes') === true }), m.userRmView)
+      }))
+
+  user
+    .command('mfa')
+    .description('manage a user’s second factor')
+    .command('reset')
+    .description('turn off a user’s second factor and void its recovery codes, for a user who lost the device; the password alone then signs in (asks unless --yes)')
+    .argument('<email|id>', 'the user')
+    .option('--yes', 'do not ask for confirmation')
+    .action(withStore(async (d, c) => {
+        const m = await userCmd()
+        return outcome(await m.userMfaReset(d, { ref: arg(c), yes: opt(c, 'yes') === true }), m.userMfaResetView)
       }))
 
   // keys

@@ -44,6 +44,8 @@ export interface UserSummary {
   disabled: boolean
   /** live sessions (expired ones are not counted) */
   sessions: number
+  /** whether the TOTP second factor is on (its secret never leaves the store through here) */
+  mfaEnabled: boolean
 }
 
 export interface SessionSummary {
@@ -123,6 +125,12 @@ export interface Admin {
   enableUser(ref: string): Promise<{ user: UserSummary }>
   /** deletes the user and all its sessions */
   removeUser(ref: string): Promise<{ user: UserSummary; revokedSessions: number }>
+  /**
+   * Turns the user's second factor off, for a user who lost the device: the TOTP secret, the
+   * recovery codes and any unconfirmed setup go in one write, and the user signs in with the
+   * password alone. `wasEnabled` says whether a factor was on. Sessions are left alone.
+   */
+  resetMfa(ref: string): Promise<{ user: UserSummary; wasEnabled: boolean }>
 
   /** live sessions, newest first; of one user if `userRef` is given */
   listSessions(userRef?: string): SessionSummary[]
@@ -229,6 +237,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     updatedAt: u.updatedAt,
     disabled: u.disabled,
     sessions: liveCount(u.id),
+    mfaEnabled: u.mfa !== undefined,
   })
   const emailCache = (): ((userId: string) => string | null) => {
     const emails = new Map<string, string | null>()
@@ -396,6 +405,19 @@ export function createAdmin(deps: AdminDeps): Admin {
       return { user: before, revokedSessions }
     },
 
+    async resetMfa(ref) {
+      const user = resolveUser(ref)
+      let wasEnabled = false
+      const next = await updateUser(user, (u) => {
+        // read inside the write: a confirmation racing with this is either undone or not yet made
+        wasEnabled = u.mfa !== undefined
+        if (u.mfa === undefined && u.mfaSetup === undefined) return u
+        const { mfa: _mfa, mfaSetup: _setup, ...rest } = u
+        return { ...rest, updatedAt: now() }
+      })
+      return { user: summary(next), wasEnabled }
+    },
+
     listSessions(userRef) {
       const user = userRef === undefined ? undefined : resolveUser(userRef)
       const emailOf = emailCache()
@@ -430,7 +452,15 @@ export function createAdmin(deps: AdminDeps): Admin {
       const users = store
         .listUsers()
         .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
-        .map((u) => ({ id: u.id, email: u.email, createdAt: u.createdAt, updatedAt: u.updatedAt, disabled: u.disabled, sessions: perUser.get(u.id) ?? 0 }))
+        .map((u) => ({
+          id: u.id,
+          email: u.email,
+          createdAt: u.createdAt,
+          updatedAt: u.updatedAt,
+          disabled: u.disabled,
+          sessions: perUser.get(u.id) ?? 0,
+          mfaEnabled: u.mfa !== undefined,
+        }))
       return { users, sessions: summaries(ids, emailOf), sessionsTotal: total }
     },
 

@@ -11,6 +11,8 @@ export interface UserRow {
   disabled: boolean
   /** live sessions (refresh tokens) of the user */
   sessions: number
+  /** whether the TOTP second factor is on */
+  mfaEnabled: boolean
 }
 
 export interface SessionRow {
@@ -101,6 +103,8 @@ export interface TuiDeps {
   setDisabled(userId: string, disabled: boolean): Promise<number>
   /** deletes the user and its sessions */
   removeUser(userId: string): Promise<void>
+  /** as `authctl user mfa reset`: the second factor and its recovery codes go; resolves to whether one was on */
+  resetMfa(userId: string): Promise<boolean>
 
   revokeSession(sessionId: string): Promise<void>
   /** resolves to how many sessions were revoked */

@@ -115,6 +115,7 @@ export const VIEW_KEYS: Record<ViewName, Record<string, Action>> = {
     p: { type: 'userPassword' },
     x: { type: 'userDelete' },
     s: { type: 'userSessions' },
+    m: { type: 'userResetMfa' },
   },
   sessions: {
     '/': { type: 'filterStart' },
@@ -140,6 +141,7 @@ export const VIEW_KEY_LABELS: Record<ViewName, Array<[string, string]>> = {
     ['p', 'password'],
     ['x', 'delete'],
     ['s', 'sessions'],
+    ['m', '2FA off'],
   ],
   sessions: [
     ['/', 'filter by user'],

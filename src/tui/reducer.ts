@@ -47,6 +47,7 @@ export type Action =
   | { type: 'userPassword' }
   | { type: 'userDelete' }
   | { type: 'userSessions' }
+  | { type: 'userResetMfa' }
   | { type: 'sessionRevoke' }
   | { type: 'sessionRevokeUser' }
   | { type: 'keyRotate' }
@@ -177,6 +178,17 @@ export function reducer(state: State, action: Action): State {
       if (user === undefined) return state
       const also = user.sessions > 0 ? ` and its ${plural(user.sessions, 'session')}` : ''
       return askFirst(state, `Delete ${user.email}${also}? This cannot be undone.`, { kind: 'removeUser', userId: user.id, email: user.email })
+    }
+    case 'userResetMfa': {
+      const user = selectedUser(state)
+      if (user === undefined) return state
+      // as the list last read it; a factor turned on since is reset all the same once confirmed
+      if (!user.mfaEnabled) return { ...state, notice: { kind: 'info', text: `${user.email} has no second factor to reset.` } }
+      return askFirst(state, `Reset the second factor of ${user.email}? Its recovery codes become void and the password alone signs in.`, {
+        kind: 'resetMfa',
+        userId: user.id,
+        email: user.email,
+      })
     }
     case 'userSessions': {
       const user = selectedUser(state)
@@ -404,6 +416,8 @@ function finishTask(state: State, id: number, result: TaskResult): State {
       return done(task.disabled ? `Disabled ${task.email}; ${plural(result.count ?? 0, 'session')} revoked.` : `Enabled ${task.email}.`)
     case 'removeUser':
       return done(`Deleted ${task.email}.`)
+    case 'resetMfa':
+      return done(result.wasEnabled === false ? `${task.email} had no second factor; nothing to reset.` : `Reset the second factor of ${task.email}; the password alone signs in.`)
     case 'revokeSession':
       return done(`Revoked a session of ${task.email}.`)
     case 'revokeUserSessions':

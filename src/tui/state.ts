@@ -48,6 +48,7 @@ export type Task =
   | { kind: 'setPassword'; userId: string; email: string; password: string }
   | { kind: 'setDisabled'; userId: string; email: string; disabled: boolean }
   | { kind: 'removeUser'; userId: string; email: string }
+  | { kind: 'resetMfa'; userId: string; email: string }
   | { kind: 'revokeSession'; sessionId: string; email: string }
   | { kind: 'revokeUserSessions'; userId: string; email: string }
   | { kind: 'rotateKey' }
@@ -66,6 +67,8 @@ export interface TaskResult {
   key?: KeyRow
   count?: number
   passed?: boolean
+  /** resetMfa: whether a second factor was on */
+  wasEnabled?: boolean
 }
 
 export interface Confirm {
@@ -234,6 +237,8 @@ export function taskLabel(task: Task): string {
       return `${task.disabled ? 'Disabling' : 'Enabling'} ${task.email}…`
     case 'removeUser':
       return `Deleting ${task.email}…`
+    case 'resetMfa':
+      return `Resetting the second factor of ${task.email}…`
     case 'revokeSession':
     case 'revokeUserSessions':
       return `Revoking sessions of ${task.email}…`

@@ -19,7 +19,7 @@ export interface StoreTuiDepsOptions {
   runSmoke?: (opts: SmokeOptions) => Promise<SmokeResult>
 }
 
-const userRow = (u: UserSummary): UserRow => ({ id: u.id, email: u.email, createdAt: u.createdAt, disabled: u.disabled, sessions: u.sessions })
+const userRow = (u: UserSummary): UserRow => ({ id: u.id, email: u.email, createdAt: u.createdAt, disabled: u.disabled, sessions: u.sessions, mfaEnabled: u.mfaEnabled })
 
 const sessionRow = (s: SessionSummary): SessionRow => ({
   id: s.id,
@@ -85,6 +85,7 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
     removeUser: async (userId) => {
       await admin.removeUser(userId)
     },
+    resetMfa: async (userId) => (await admin.resetMfa(userId)).wasEnabled,
 
     revokeSession: async (sessionId) => {
       await admin.revokeSession(sessionId)

@@ -101,6 +101,8 @@ async function run(deps: TuiDeps, { id, task }: RunningTask, dispatch: Dispatch<
     case 'removeUser':
       await deps.removeUser(task.userId)
       return {}
+    case 'resetMfa':
+      return { wasEnabled: await deps.resetMfa(task.userId) }
     case 'revokeSession':
       await deps.revokeSession(task.sessionId)
       return {}

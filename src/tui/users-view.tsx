@@ -5,7 +5,7 @@ import { ListFrame } from './list-frame.js'
 import { Details, Heading, Row } from './parts.js'
 import { selectedIndex, visibleUsers, type State } from './state.js'
 
-const COLUMNS = [38, 10, 17, 9]
+const COLUMNS = [34, 10, 5, 17, 9]
 
 export function UsersView(props: { state: State; height: number }) {
   const { state } = props
@@ -23,6 +23,7 @@ export function UsersView(props: { state: State; height: number }) {
             ['id', u.id],
             ['email', u.email],
             ['status', u.disabled ? 'disabled' : 'active'],
+            ['2fa', u.mfaEnabled ? 'on' : 'off'],
             ['created', `${formatTime(u.createdAt)} UTC`],
             ['sessions', String(u.sessions)],
           ]}
@@ -40,13 +41,13 @@ export function UsersView(props: { state: State; height: number }) {
       noun="users"
       empty={list.filter === '' ? 'No users yet: press a to add one.' : 'No user matches the filter (Esc in the filter clears it).'}
       loading={state.snapshot === null}
-      heading={<Heading cells={cells(['EMAIL', 'STATUS', 'CREATED (UTC)', 'SESSIONS'])} alignRight={[3]} />}
+      heading={<Heading cells={cells(['EMAIL', 'STATUS', '2FA', 'CREATED (UTC)', 'SESSIONS'])} alignRight={[4]} />}
       row={(u, selected) => (
         <Row
           key={u.id}
           selected={selected}
-          cells={cells([u.email, u.disabled ? 'disabled' : 'active', formatTime(u.createdAt), String(u.sessions)])}
-          alignRight={[3]}
+          cells={cells([u.email, u.disabled ? 'disabled' : 'active', u.mfaEnabled ? 'on' : 'off', formatTime(u.createdAt), String(u.sessions)])}
+          alignRight={[4]}
         />
       )}
     />

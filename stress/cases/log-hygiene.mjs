@@ -1,8 +1,8 @@
 /**
  * Case 8 — log hygiene. Everything the daemons of this run wrote (stdout and stderr, every case)
  * is searched for every secret the run handled: the canary marker carried by every password the
- * cases made, every access token and every refresh token the daemons handed out, and every
- * second-factor secret (TOTP secret, otpauth URL, recovery code, mfaToken) a case noted.
+ * cases made, every access token and every refresh token the daemons handed out, and of the
+ * second factor every TOTP secret, TOTP code sent, recovery code and mfaToken.
  */
 import { readFileSync } from 'node:fs'
 import { logFiles } from '../lib/daemon.mjs'
@@ -15,6 +15,21 @@ export const title = 'Log hygiene'
 const JWT_SHAPE = /[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g
 const REFRESH_SHAPE = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g
 
+/**
+ * A TOTP code as a value in a log line: six digits right after a quote, = or :, and no digit
+ * after (a code alone would match inside any longer number, a timestamp say, by chance).
+ */
+const CODE_SHAPE = /(?<=["=:])\d{6}(?!\d)/g
+
+/** The spellings of the other second-factor secrets a log could hold. */
+function mfaSpellings() {
+  const out = []
+  for (const s of secrets.totpSecrets) out.push(['a TOTP secret', s])
+  for (const c of secrets.recoveryCodes) for (const v of new Set([c, c.replace(/-/g, '')])) out.push(['a recovery code', v])
+  for (const t of secrets.mfaTokens) out.push(['an mfaToken', t])
+  return out
+}
+
 export async function run({ say }) {
   let bytes = 0
   let lines = 0
@@ -22,7 +37,8 @@ export async function run({ say }) {
   let passwords = 0
   let access = 0
   let refresh = 0
-  let mfa = 0
+  const mfa = { 'a TOTP secret': 0, 'a TOTP code': 0, 'a recovery code': 0, 'an mfaToken': 0 }
+  const spellings = mfaSpellings()
   const where = []
   for (const file of logFiles) {
     const text = readFileSync(file, 'utf8')
@@ -39,29 +55,46 @@ export async function run({ say }) {
         if (where.length < 5) where.push(`${file}: an access token`)
       }
     }
-    for (const s of secrets.mfa) {
-      if (text.includes(s)) {
-        mfa++
-        if (where.length < 5) where.push(`${file}: a second-factor secret`)
-      }
-    }
     for (const m of text.matchAll(REFRESH_SHAPE)) {
       if (secrets.refresh.has(m[0])) {
         refresh++
         if (where.length < 5) where.push(`${file}: a refresh token`)
       }
     }
+    for (const m of text.matchAll(CODE_SHAPE)) {
+      if (secrets.totpCodes.has(m[0])) {
+        mfa['a TOTP code']++
+        if (where.length < 5) where.push(`${file}: a TOTP code`)
+      }
+    }
+    for (const [what, value] of spellings) {
+      const n = text.split(value).length - 1
+      mfa[what] += n
+      if (n > 0 && where.length < 5) where.push(`${file}: ${what}`)
+    }
   }
   for (const w of where.slice(0, 5)) say(`hygiene: ✗ ${w}`)
   say(`hygiene: ${logFiles.size} log files, ${lines} lines (${Math.round(bytes / 1024)} KB); ${secrets.access.size} access and ${secrets.refresh.size} refresh tokens known`)
+  const mfaKnown = secrets.totpSecrets.size + secrets.totpCodes.size + secrets.recoveryCodes.size + secrets.mfaTokens.size
+  if (mfaKnown > 0) {
+    say(`hygiene: second factor: ${secrets.totpSecrets.size} TOTP secrets, ${secrets.totpCodes.size} codes, ${secrets.recoveryCodes.size} recovery codes, ${secrets.mfaTokens.size} mfaTokens known`)
+  }
   return {
     figures: [
       check('log lines', lines, '>', 0),
       check('passwords', passwords, '=', 0),
       check('access tokens', access, '=', 0),
       check('refresh tokens', refresh, '=', 0),
-      check('second-factor secrets', mfa, '=', 0),
-      info('secrets looked for', secrets.access.size + secrets.refresh.size + secrets.mfa.size),
+      // judged only when a case of the run handled second-factor secrets
+      ...(mfaKnown > 0
+        ? [
+            check('TOTP secrets', mfa['a TOTP secret'], '=', 0),
+            check('TOTP codes', mfa['a TOTP code'], '=', 0),
+            check('recovery codes', mfa['a recovery code'], '=', 0),
+            check('mfaTokens', mfa['an mfaToken'], '=', 0),
+          ]
+        : []),
+      info('secrets looked for', secrets.access.size + secrets.refresh.size + mfaKnown),
       info('login events', loginEvents),
     ],
     status: logFiles.size === 0 ? 'NOT MEASURED' : undefined,

@@ -12,17 +12,28 @@ export const password = () => `${CANARY}-${randomBytes(12).toString('base64url')
 export const secrets = {
   access: new Set(),
   refresh: new Set(),
-  /** second-factor secrets: TOTP secrets, otpauth URLs, recovery codes, mfaTokens (not the 6-digit codes: too short to search a whole run's logs for) */
-  mfa: new Set(),
+  /** second factor: TOTP secrets (base32) handed out by setup */
+  totpSecrets: new Set(),
+  /** TOTP codes the run sent (six digits) */
+  totpCodes: new Set(),
+  /** recovery codes handed out by confirm (as shown, `xxxxx-xxxxx`) */
+  recoveryCodes: new Set(),
+  /** mfaTokens of the first login step */
+  mfaTokens: new Set(),
 }
 
-/** Remembers the second-factor secrets of a response (setup, confirm, recovery-codes, a login answered mfaRequired). */
+/**
+ * Remembers the second-factor secrets of a response: setup's secret (its otpauthUrl carries the
+ * same), confirm's or recovery-codes' codes, a login's mfaToken.
+ */
 export function noteMfa(res) {
   const d = res.body?.data ?? {}
-  for (const v of [d.secret, d.otpauthUrl, d.mfaToken, ...(Array.isArray(d.recoveryCodes) ? d.recoveryCodes : [])]) if (typeof v === 'string') secrets.mfa.add(v)
+  if (typeof d.secret === 'string') secrets.totpSecrets.add(d.secret)
+  if (typeof d.mfaToken === 'string') secrets.mfaTokens.add(d.mfaToken)
+  for (const c of Array.isArray(d.recoveryCodes) ? d.recoveryCodes : []) if (typeof c === 'string') secrets.recoveryCodes.add(c)
 }
 
-/** Remembers the tokens of a login/register/refresh response. */
+/** Remembers the tokens of a login/register/refresh response (an mfaToken too). */
 export function noteTokens(res, cookieName) {
   const at = res.body?.data?.accessToken
   if (typeof at === 'string') secrets.access.add(at)

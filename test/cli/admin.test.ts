@@ -216,3 +216,43 @@ t.test('keys: revoking the active key replaces it at once, even while a rotated 
   t.ok(again.active, 'a replacement was made')
   t.same(store.listKeys().map((k) => k.state).sort(), ['active', 'retiring'])
 })
+
+t.test('mfa reset removes the second factor and any unconfirmed setup in one write, and leaves the rest of the user', async (t) => {
+  const { admin, store, clock } = await setup(t)
+  const ann = await admin.addUser('ann@example.com', 'correct horse battery')
+  const bob = await admin.addUser('bob@example.com', 'correct horse battery')
+  t.equal(ann.mfaEnabled, false)
+  await store.createSession(session(ann.id, clock.now))
+  const secret = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+  await store.updateUser(ann.id, (u) => ({
+    ...u,
+    mfa: { secret, enabledAt: clock.now, lastStep: 123, recoveryCodes: ['hash-1', 'hash-2'] },
+    mfaSetup: { secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', createdAt: clock.now },
+  }))
+  const before = store.getUser(ann.id)!
+  t.same(admin.listUsers().map((u) => [u.email, u.mfaEnabled]), [['ann@example.com', true], ['bob@example.com', false]])
+  t.equal(admin.showUser('ann@example.com').mfaEnabled, true)
+  t.equal((await admin.overview({ sessions: { limit: 10 } })).users.find((u) => u.id === ann.id)?.mfaEnabled, true, 'the TUI’s read shows it too')
+  t.notMatch(JSON.stringify([admin.listUsers(), admin.showUser(ann.id)]), secret, 'the secret is in no summary')
+
+  clock.now += MIN
+  const reset = await admin.resetMfa('ANN@example.com')
+  t.equal(reset.wasEnabled, true)
+  t.equal(reset.user.mfaEnabled, false)
+  const after = store.getUser(ann.id)!
+  t.equal(after.mfa, undefined, 'the secret and the recovery codes are gone')
+  t.equal(after.mfaSetup, undefined, 'and the unconfirmed setup')
+  const { mfa: _m, mfaSetup: _s, ...rest } = before
+  t.same({ ...after, updatedAt: 0 }, { ...rest, updatedAt: 0 }, 'the password and everything else stay')
+  t.notOk('mfa' in after, 'no key left behind')
+  t.equal(after.updatedAt, clock.now)
+  t.equal(store.listSessions(ann.id).length, 1, 'sessions are left alone')
+
+  const again = await admin.resetMfa(ann.id)
+  t.equal(again.wasEnabled, false, 'a second reset finds nothing')
+  t.equal(store.getUser(ann.id)!.updatedAt, clock.now)
+  await store.updateUser(bob.id, (u) => ({ ...u, mfaSetup: { secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', createdAt: clock.now } }))
+  t.equal((await admin.resetMfa(bob.id)).wasEnabled, false)
+  t.equal(store.getUser(bob.id)!.mfaSetup, undefined, 'a setup alone is dropped too')
+  await t.rejects(admin.resetMfa('ghost@example.com'), { name: 'AdminError', code: 'USER_NOT_FOUND', message: 'No user with email or id "ghost@example.com".' })
+})

@@ -132,3 +132,40 @@ t.test('changes made by authctl take effect in a running daemon within a second'
 
   t.equal(await daemon.stop(), 0, 'the daemon ran throughout and stops cleanly')
 })
+
+t.test('user mfa reset, with the daemon running: the password alone signs in at once, and an mfaToken issued before is void', async (t) => {
+  const { HOTP, Secret } = await import('otpauth')
+  const code = (secret: string, steps = 0): string =>
+    HOTP.generate({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, counter: Math.floor(Date.now() / 30_000) + steps })
+  const dir = t.testdir()
+  const daemon = await spawnDaemon(t, dir)
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const login = (): Promise<Reply> => call(daemon.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const bearer = { authorization: `Bearer ${(await login()).body.data.accessToken as string}` }
+  const setup = await call(daemon.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer, json: {} })
+  const secret = setup.body.data.secret as string
+  const confirm = await call(daemon.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer, json: { code: code(secret) } })
+  t.equal(confirm.status, 200, 'the factor is on')
+  const listed = await ctl(['user', 'list', '--json'])
+  t.equal(listed.json().users[0].mfaEnabled, true, 'authctl sees it')
+  t.notMatch(listed.stdout, secret)
+  const before = await login()
+  t.match(before.body.data, { mfaRequired: true, mfaToken: String })
+
+  const reset = await ctl(['user', 'mfa', 'reset', 'ann@example.com', '--yes'])
+  t.equal(reset.code, 0, reset.stderr)
+  const took = await until(async () => typeof (await login()).body?.data?.accessToken === 'string')
+  t.ok(took >= 0, `the password alone signs in within a second (${Math.round(took)} ms)`)
+  const after = await login()
+  t.match(after.body.data, { accessToken: String, user: { email: 'ann@example.com' } })
+  t.notOk('mfaRequired' in after.body.data)
+  const claims = JSON.parse(Buffer.from((after.body.data.accessToken as string).split('.')[1]!, 'base64url').toString())
+  t.same(claims.amr, ['pwd'])
+  const meReply = await call(daemon.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${after.body.data.accessToken as string}` } })
+  t.equal(meReply.body.data.mfaEnabled, false)
+  // the second step begun before the reset cannot finish: its factor is gone
+  const late = await call(daemon.url, 'POST', '/api/auth/login/mfa', { json: { mfaToken: before.body.data.mfaToken, code: code(secret, 1) } })
+  t.same([late.status, late.body.message], [401, 'Invalid or expired MFA token'])
+  t.notMatch(daemon.output(), secret, 'the daemon never logged the secret')
+})

@@ -1,8 +1,10 @@
 import t from 'tap'
 import argon2 from 'argon2'
+import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { AUTHCTL_BIN } from '../helpers/app.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
 
 const ID = /^[A-Za-z0-9_-]{22}$/
@@ -68,19 +70,19 @@ t.test('user list and show: a table by default, one JSON document with --json', 
   const table = await ctl(['user', 'list'])
   t.equal(table.code, 0)
   const lines = table.stdout.trimEnd().split('\n')
-  t.match(lines[0], /^ID +EMAIL +CREATED +DISABLED +SESSIONS$/)
+  t.match(lines[0], /^ID +EMAIL +CREATED +DISABLED +2FA +SESSIONS$/)
   t.equal(lines.length, 3)
-  t.match(lines[1], new RegExp(`^${zoe.id} +zoe@example\\.com +\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ +no +0$`), 'oldest first')
+  t.match(lines[1], new RegExp(`^${zoe.id} +zoe@example\\.com +\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ +no +off +0$`), 'oldest first')
   t.match(lines[2], /^[A-Za-z0-9_-]{22} +amy@example\.com /)
 
   const json = await ctl(['user', 'list', '--json'])
   const users = json.json().users
   t.same(users.map((u: { email: string }) => u.email), ['zoe@example.com', 'amy@example.com'])
-  t.same(Object.keys(users[0]).sort(), ['createdAt', 'disabled', 'email', 'id', 'sessions', 'updatedAt'])
+  t.same(Object.keys(users[0]).sort(), ['createdAt', 'disabled', 'email', 'id', 'mfaEnabled', 'sessions', 'updatedAt'])
 
   const byEmail = await ctl(['user', 'show', 'ZOE@example.com'])
   t.equal(byEmail.code, 0)
-  t.match(byEmail.stdout, new RegExp(`^id: +${zoe.id}\\nemail: +zoe@example\\.com\\ncreated: .*\\nupdated: .*\\ndisabled: +no\\nsessions: +0\\n$`))
+  t.match(byEmail.stdout, new RegExp(`^id: +${zoe.id}\\nemail: +zoe@example\\.com\\ncreated: .*\\nupdated: .*\\ndisabled: +no\\nsessions: +0\\n2fa: +off\\n$`))
   const byId = await ctl(['user', 'show', zoe.id, '--json'])
   t.same(byId.json(), { user: zoe })
 
@@ -104,7 +106,7 @@ t.test('user disable, enable, passwd and rm, with their error cases', async (t) 
   t.equal(disabled.code, 0)
   t.equal(disabled.stdout, `Disabled ann@example.com (${ann.id}); revoked 0 sessions.\n`)
   t.match((await ctl(['user', 'show', ann.id, '--json'])).json(), { user: { disabled: true } })
-  t.match((await ctl(['user', 'list'])).stdout, /ann@example\.com +\S+ +yes +0/)
+  t.match((await ctl(['user', 'list'])).stdout, /ann@example\.com +\S+ +yes +off +0/)
 
   const enabled = await ctl(['user', 'enable', ann.id, '--json'])
   t.match(enabled.json(), { user: { id: ann.id, disabled: false } })
@@ -143,6 +145,132 @@ t.test('user disable, enable, passwd and rm, with their error cases', async (t) 
   t.equal(again.code, 0, 'the email is free again')
 })
 
+const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+
+/** turns a second factor on in the store, as a confirmed TOTP setup leaves it */
+async function withFactor(dir: string, email: string): Promise<void> {
+  const store = await openLmdbStore({ path: dir })
+  try {
+    const user = store.getUserByEmail(email)!
+    await store.updateUser(user.id, (u) => ({
+      ...u,
+      mfa: { secret: SECRET, enabledAt: Date.now(), lastStep: 1, recoveryCodes: ['recovery-hash-1', 'recovery-hash-2'] },
+      mfaSetup: { secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', createdAt: Date.now() },
+    }))
+  } finally {
+    await store.close()
+  }
+}
+
+async function storedUser(dir: string, email: string) {
+  const store = await openLmdbStore({ path: dir })
+  try {
+    return store.getUserByEmail(email)!
+  } finally {
+    await store.close()
+  }
+}
+
+t.test('user show and list say whether the second factor is on, never its secret', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const ann = (await ctl(['user', 'add', 'ann@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })).json().user
+  await ctl(['user', 'add', 'bob@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  t.equal(ann.mfaEnabled, false)
+  await withFactor(dir, 'ann@example.com')
+
+  const outputs = await Promise.all([['user', 'list'], ['user', 'list', '--json'], ['user', 'show', ann.id], ['user', 'show', ann.id, '--json']].map((a) => ctl(a)))
+  for (const r of outputs) {
+    t.equal(r.code, 0, r.stderr)
+    t.notMatch(r.stdout + r.stderr, SECRET, 'the secret is never shown')
+    t.notMatch(r.stdout, /recovery-hash|KRSXG5/, 'nor the recovery codes or a pending setup')
+  }
+  const [list, listJson, show, showJson] = outputs
+  t.match(list!.stdout, /ann@example\.com +\S+ +no +on +0\n/)
+  t.match(list!.stdout, /bob@example\.com +\S+ +no +off +0\n/)
+  t.same(listJson!.json().users.map((u: { mfaEnabled: boolean }) => u.mfaEnabled), [true, false])
+  t.match(show!.stdout, /\n2fa: +on\n$/)
+  t.same(showJson!.json(), { user: { ...ann, mfaEnabled: true, updatedAt: showJson!.json().user.updatedAt } })
+})
+
+t.test('user mfa reset turns the factor off after asking, and refuses without --yes off a terminal', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const ann = (await ctl(['user', 'add', 'ann@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })).json().user
+  await withFactor(dir, 'ann@example.com')
+
+  const noYes = await ctl(['user', 'mfa', 'reset', 'ann@example.com'], { input: 'y\n' })
+  t.equal(noYes.code, 2, 'without --yes and without a terminal it refuses, as user rm does')
+  t.equal(
+    noYes.stderr,
+    `authctl: Will not reset the second factor of ann@example.com (${ann.id}), so that the password alone signs in without confirmation: pass --yes (standard input is not a terminal).\n`,
+  )
+  t.equal(noYes.stdout, '')
+  t.not((await storedUser(dir, 'ann@example.com')).mfa, undefined, 'still on')
+
+  const unknown = await ctl(['user', 'mfa', 'reset', 'ghost@example.com', '--yes'])
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'authctl: No user with email or id "ghost@example.com".\n')
+  const unknownJson = await ctl(['user', 'mfa', 'reset', 'ghost@example.com', '--yes', '--json'])
+  t.equal(unknownJson.code, 1)
+  t.equal(unknownJson.stdout, '', '--json prints nothing on failure')
+
+  const reset = await ctl(['user', 'mfa', 'reset', 'ANN@example.com', '--yes'])
+  t.equal(reset.code, 0, reset.stderr)
+  t.equal(reset.stdout, `Reset the second factor of ann@example.com (${ann.id}); its recovery codes are void and the password alone signs in.\n`)
+  t.equal(reset.stderr, '')
+  const after = await storedUser(dir, 'ann@example.com')
+  t.equal(after.mfa, undefined, 'secret and recovery codes gone')
+  t.equal(after.mfaSetup, undefined, 'and the unconfirmed setup')
+  t.ok(await argon2.verify(after.passwordHash, PASSWORD), 'the password is untouched')
+
+  const again = await ctl(['user', 'mfa', 'reset', ann.id, '--yes', '--json'])
+  t.equal(again.code, 0)
+  t.same(again.json(), { user: { ...ann, updatedAt: again.json().user.updatedAt }, wasEnabled: false })
+  const plain = await ctl(['user', 'mfa', 'reset', ann.id, '--yes'])
+  t.equal(plain.stdout, `ann@example.com (${ann.id}) had no second factor; nothing to reset.\n`)
+
+  await withFactor(dir, 'ann@example.com')
+  const json = await ctl(['user', 'mfa', 'reset', ann.id, '--yes', '--json'])
+  t.match(json.json(), { user: { id: ann.id, mfaEnabled: false }, wasEnabled: true })
+  t.notMatch(json.stdout, SECRET)
+})
+
+t.test('on a real terminal, user mfa reset asks, and only y resets', { skip: process.platform !== 'linux' && 'needs script(1) from util-linux' }, async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  await withFactor(dir, 'ann@example.com')
+  const onTerminal = async (answer: string): Promise<{ code: number | null; seen: string }> => {
+    const proc = spawn('script', ['-qfec', `${process.execPath} ${AUTHCTL_BIN} user mfa reset ann@example.com --data ${dir}`, '/dev/null'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    t.teardown(() => {
+      if (proc.exitCode === null) proc.kill('SIGKILL')
+    })
+    let seen = ''
+    proc.stdout.on('data', (c: Buffer) => (seen += c.toString()))
+    proc.stderr.on('data', (c: Buffer) => (seen += c.toString()))
+    const exited = new Promise<number | null>((r) => proc.on('close', r))
+    for (let i = 0; i < 300 && !seen.includes('[y/N] '); i++) await new Promise((r) => setTimeout(r, 50))
+    proc.stdin.write(`${answer}\r`)
+    const code = await exited
+    proc.stdin.end()
+    return { code, seen }
+  }
+  const no = await onTerminal('n')
+  t.match(no.seen, /Reset the second factor of ann@example\.com \([\w-]+\), so that the password alone signs in\? \[y\/N\] /)
+  t.equal(no.code, 1, no.seen)
+  t.match(no.seen, /Cancelled: did not reset the second factor/)
+  t.not((await storedUser(dir, 'ann@example.com')).mfa, undefined, 'still on')
+  const yes = await onTerminal('y')
+  t.equal(yes.code, 0, yes.seen)
+  t.match(yes.seen, /Reset the second factor of ann@example\.com/)
+  t.equal((await storedUser(dir, 'ann@example.com')).mfa, undefined)
+})
+
 t.test('usage: --help on every command, bad flags and config errors exit 2', async (t) => {
   const dir = t.testdir()
   const commands = [
@@ -155,6 +283,8 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
     ['user', 'enable'],
     ['user', 'passwd'],
     ['user', 'rm'],
+    ['user', 'mfa'],
+    ['user', 'mfa', 'reset'],
     ['keys'],
     ['keys', 'list'],
     ['keys', 'rotate'],

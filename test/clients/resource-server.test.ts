@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
+import { HOTP, Secret } from 'otpauth'
 import { generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { KeyRecord } from '../../src/store/store.js'
@@ -23,10 +24,10 @@ const COOLDOWN_MS = 4000
 const KEY_LEAD_MS = 5000
 const run = promisify(execFile)
 
-async function startResourceServer(t: Test, authdUrl: string): Promise<{ url: string; stderr: () => string }> {
+async function startResourceServer(t: Test, authdUrl: string, env: Record<string, string> = {}): Promise<{ url: string; stderr: () => string }> {
   const proc = spawn(process.execPath, [EXAMPLE], {
     // as a user would run it: the environment names authd, nothing else
-    env: { PATH: process.env.PATH, AUTHD_URL: authdUrl, PORT: '0', JWKS_COOLDOWN_MS: String(COOLDOWN_MS) },
+    env: { PATH: process.env.PATH, AUTHD_URL: authdUrl, PORT: '0', JWKS_COOLDOWN_MS: String(COOLDOWN_MS), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -155,6 +156,86 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
 
   t.notMatch(rs.stderr(), tokenA.split('.')[2]!, 'the example never logs a token')
   t.match(rs.stderr(), /token rejected: ERR_JWT_CLAIM_VALIDATION_FAILED/, 'and it says why it refused, to the operator')
+})
+
+t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mfa (crafted, then real ones of TOTP and recovery-code sign-ins), and asks the others to step up', async (t) => {
+  const dir = join(t.testdir(), 'data')
+  const authd = await startAuthd(t, dir)
+  const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'mfa-rs@example.com', password: 'correct horse battery staple' } })
+  t.equal(reg.status, 201)
+  const passwordOnly = reg.body.data.accessToken as string
+  const strict = await startResourceServer(t, authd.url, { REQUIRE_MFA: '1' })
+  const lax = await startResourceServer(t, authd.url)
+  const get = (url: string, token: string): Promise<Reply> => call(url, 'GET', '/', bearer(token))
+
+  // tokens as authd signs them after each kind of sign-in, with its real key (read from the store)
+  const store = await openLmdbStore({ path: dir })
+  const key = store.listKeys().find((k) => k.state === 'active')!
+  await store.close()
+  const now = Math.floor(Date.now() / 1000)
+  const header = { alg: key.alg, typ: 'at+jwt', kid: key.kid }
+  const base = { ...decode(passwordOnly).payload, iat: now, exp: now + 300 }
+  const token = (amr: unknown): string => craft(header, { ...base, jti: `amr-${JSON.stringify(amr)}`, amr }, signer(key))
+  const accepted: Array<[string, unknown]> = [
+    ['a TOTP code', ['pwd', 'otp', 'mfa']],
+    ['a recovery code', ['pwd', 'mfa']],
+  ]
+  const stepUp: Array<[string, unknown]> = [
+    ['the password alone', ['pwd']],
+    ['no amr', undefined],
+    ['an empty amr', []],
+    ['amr as a string, not a list', 'mfa'],
+    ['otp without mfa', ['pwd', 'otp']],
+  ]
+  for (const [name, amr] of accepted) {
+    const r = await get(strict.url, token(amr))
+    t.equal(r.status, 200, `accepted: ${name}`)
+    t.same(r.body.data.claims.amr, amr)
+  }
+  for (const [name, amr] of stepUp) {
+    const r = await get(strict.url, token(amr))
+    t.same([r.status, r.body], [401, { success: false, message: 'A second factor is required' }], `step up: ${name}`)
+    t.equal(r.headers['www-authenticate'], 'Bearer error="insufficient_user_authentication", error_description="A second factor is required"')
+    t.equal((await get(lax.url, token(amr))).status, 200, `without REQUIRE_MFA the same token is accepted (${name})`)
+  }
+  const real = await get(strict.url, passwordOnly)
+  t.equal(real.status, 401, 'a real token of a password sign-in asks for the second factor')
+  t.equal((await get(lax.url, passwordOnly)).status, 200)
+
+  // the real thing: the user turns the factor on and signs in with a TOTP code, then a recovery code
+  const appCode = (secret: string, steps = 0): string =>
+    HOTP.generate({ secret: Secret.fromBase32(secret), algorithm: 'SHA1', digits: 6, counter: Math.floor(Date.now() / 30_000) + steps })
+  const auth = { authorization: `Bearer ${passwordOnly}` }
+  const setup = await call(authd.url, 'POST', '/api/auth/mfa/totp/setup', { headers: auth, json: {} })
+  const secret = setup.body.data.secret as string
+  const confirm = await call(authd.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: auth, json: { code: appCode(secret) } })
+  t.equal(confirm.status, 200, 'the factor is on')
+  const signIn = async (proof: Record<string, string>): Promise<Reply> => {
+    const first = await call(authd.url, 'POST', '/api/auth/login', { json: { email: 'mfa-rs@example.com', password: 'correct horse battery staple' } })
+    t.match(first.body.data, { mfaRequired: true, mfaToken: String })
+    return call(authd.url, 'POST', '/api/auth/login/mfa', { json: { mfaToken: first.body.data.mfaToken, ...proof } })
+  }
+  const withTotp = await signIn({ code: appCode(secret, 1) })
+  t.equal(withTotp.status, 200)
+  const totpToken = withTotp.body.data.accessToken as string
+  const viaTotp = await get(strict.url, totpToken)
+  t.equal(viaTotp.status, 200, 'a real token of a sign-in with a TOTP code is accepted')
+  t.same(viaTotp.body.data.claims.amr, ['pwd', 'otp', 'mfa'])
+  const cookie = /__Host-authd_rt=[^;]+/.exec(([] as string[]).concat(withTotp.headers['set-cookie'] ?? []).join('\n'))![0]
+  const refreshed = await call(authd.url, 'POST', '/api/auth/refresh', { headers: { cookie } })
+  t.equal(refreshed.status, 200)
+  t.equal((await get(strict.url, refreshed.body.data.accessToken as string)).status, 200, 'and so is the token of its refresh (the session keeps its amr)')
+  const withRecovery = await signIn({ recoveryCode: (confirm.body.data.recoveryCodes as string[])[0]! })
+  t.equal(withRecovery.status, 200)
+  const viaRecovery = await get(strict.url, withRecovery.body.data.accessToken as string)
+  t.same([viaRecovery.status, viaRecovery.body.data.claims.amr], [200, ['pwd', 'mfa']], 'a sign-in with a recovery code counts as a second factor too')
+  // a forged amr does not help: the claim counts only under a valid signature
+  const forged = craft(header, { ...base, amr: ['pwd', 'otp', 'mfa'] }, signer(generateKey('ES256', Date.now())))
+  t.same([(await get(strict.url, forged)).status, (await get(strict.url, forged)).headers['www-authenticate']], [401, 'Bearer error="invalid_token"'])
+
+  const bad = await run(process.execPath, [EXAMPLE], { env: { PATH: process.env.PATH, AUTHD_URL: authd.url, REQUIRE_MFA: 'yes' }, timeout: 10_000 }).catch((e: { code: number; stderr: string }) => e)
+  t.equal((bad as { code: number }).code, 2)
+  t.match((bad as { stderr: string }).stderr, /REQUIRE_MFA must be 1 or 0 \(got "yes"\)/)
 })
 
 t.test('the example refuses to start without AUTHD_URL', async (t) => {

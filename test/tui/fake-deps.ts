@@ -21,7 +21,7 @@ export interface FakeDeps extends TuiDeps {
 }
 
 export function user(email: string, extra: Partial<UserRow> = {}): UserRow {
-  return { id: `id-${email.split('@')[0]}`, email, createdAt: T0, disabled: false, sessions: 0, ...extra }
+  return { id: `id-${email.split('@')[0]}`, email, createdAt: T0, disabled: false, sessions: 0, mfaEnabled: false, ...extra }
 }
 
 export function session(id: string, u: UserRow, extra: Partial<SessionRow> = {}): SessionRow {
@@ -83,6 +83,12 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
       called('removeUser', userId)
       d.users = d.users.filter((u) => u.id !== userId)
       revokeOf(userId)
+    },
+    async resetMfa(userId) {
+      called('resetMfa', userId)
+      const was = d.users.find((u) => u.id === userId)?.mfaEnabled === true
+      d.users = d.users.map((u) => (u.id === userId ? { ...u, mfaEnabled: false } : u))
+      return was
     },
     async revokeSession(sessionId) {
       called('revokeSession', sessionId)

@@ -201,6 +201,35 @@ t.test('x deletes only after y; Enter and Esc answer no', async (t) => {
   t.same(tasks(s), [{ kind: 'removeUser', userId: alice.id, email: alice.email }])
 })
 
+t.test('m resets the second factor only after y; a user without one gets a notice and no question', async (t) => {
+  let s = press(start({ users: [carol, { ...alice, mfaEnabled: true }, bob] }), 'm')
+  t.equal(s.confirm?.prompt, 'Reset the second factor of alice@example.com? Its recovery codes become void and the password alone signs in.')
+  t.equal(tasks(s).length, 0)
+  s = press(s, ENTER)
+  t.equal(s.confirm, null)
+  t.equal(tasks(s).length, 0, 'Enter answers no')
+  s = press(s, 'm', ESC)
+  t.equal(tasks(s).length, 0, 'Esc answers no')
+  s = press(s, 'm', 'y')
+  t.same(tasks(s), [{ kind: 'resetMfa', userId: alice.id, email: alice.email }])
+  s = done(s, { wasEnabled: true })
+  t.equal(s.notice?.text, 'Reset the second factor of alice@example.com; the password alone signs in.')
+
+  // turned off elsewhere between the read and the yes
+  s = done(press(start({ users: [{ ...alice, mfaEnabled: true }] }), 'm', 'y'), { wasEnabled: false })
+  t.equal(s.notice?.text, 'alice@example.com had no second factor; nothing to reset.')
+
+  s = press(start(), 'm')
+  t.equal(s.confirm, null)
+  t.equal(tasks(s).length, 0)
+  t.equal(s.notice?.text, 'alice@example.com has no second factor to reset.')
+
+  // one admin operation at a time, as for the others
+  s = press(start({ users: [{ ...alice, mfaEnabled: true }] }), 'x', 'y', 'm')
+  t.equal(s.confirm, null)
+  t.match(s.notice?.text, 'Busy')
+})
+
 t.test('p sets a password for the selected user, typed twice', async (t) => {
   let s = press(start(), 'j', 'j', 'p')
   t.equal(s.form?.title, 'New password for carol@example.com')

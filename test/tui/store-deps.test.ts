@@ -93,6 +93,28 @@ t.test('sessions: revoke one, then all of a user; removing a user removes its se
   t.same((await deps.snapshot()).users, [])
 })
 
+t.test('the 2FA column reads the store; resetMfa removes the factor, its codes and a pending setup', async (t) => {
+  const app = await buildApp(t)
+  const u = await addUser(app, 'faye@example.com', 'correct horse battery')
+  await addUser(app, 'gus@example.com', 'correct horse battery')
+  const secret = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+  await app.store.updateUser(u.id, (r) => ({
+    ...r,
+    mfa: { secret, enabledAt: Date.now(), lastStep: 0, recoveryCodes: ['h1'] },
+    mfaSetup: { secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', createdAt: Date.now() },
+  }))
+  const deps = tuiDeps(app)
+  const before = await deps.snapshot()
+  t.same(before.users.map((x) => [x.email, x.mfaEnabled]).sort(), [['faye@example.com', true], ['gus@example.com', false]])
+  t.notMatch(JSON.stringify(before), secret, 'the secret is not in what the UI reads')
+  t.equal(await deps.resetMfa(u.id), true)
+  t.equal(app.store.getUser(u.id)?.mfa, undefined)
+  t.equal(app.store.getUser(u.id)?.mfaSetup, undefined)
+  t.equal((await deps.snapshot()).users.find((x) => x.id === u.id)?.mfaEnabled, false)
+  t.equal(await deps.resetMfa(u.id), false, 'nothing left to reset')
+  await t.rejects(deps.resetMfa('no-such-id'), { message: 'No user with email or id "no-such-id".' })
+})
+
 t.test('keys: rotate makes a next key that signs after tokens.key_lead; revoking the active key replaces it; a retiring one goes', async (t) => {
   const app = await buildApp(t)
   const deps = tuiDeps(app)

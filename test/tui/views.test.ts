@@ -40,7 +40,7 @@ function mount(t: Test, deps: FakeDeps) {
   return { app, frame, waitFor, press }
 }
 
-const alice = user('alice@example.com')
+const alice = user('alice@example.com', { mfaEnabled: true })
 const bob = user('bob@example.com', { disabled: true })
 
 function seeded(): FakeDeps {
@@ -62,11 +62,11 @@ t.test('Users: header with the data dir and counts, rows with status in words, f
   t.ok(lines.every((l) => [...l].length <= 80), 'fits 80 columns')
   t.match(lines[0], /authd · data \/var\/lib\/authd\s+2 users · 2 sessions · 2 keys/)
   t.match(lines[1], /\[1 Users\]/, 'the current view is marked by brackets, not only a colour')
-  t.match(f, /EMAIL\s+STATUS\s+CREATED \(UTC\)\s+SESSIONS/)
-  t.match(f, /> alice@example\.com\s+active\s+2025-03-04 09:05\s+2/)
-  t.match(f, /  bob@example\.com\s+disabled\s+2025-03-04 09:05\s+0/)
+  t.match(f, /EMAIL\s+STATUS\s+2FA\s+CREATED \(UTC\)\s+SESSIONS/)
+  t.match(f, /> alice@example\.com\s+active\s+on\s+2025-03-04 09:05\s+2/)
+  t.match(f, /  bob@example\.com\s+disabled\s+off\s+2025-03-04 09:05\s+0/)
   t.match(f, /1-2 of 2 users/)
-  t.match(f, /a add\s+d disable\/enable\s+p password\s+x delete/)
+  t.match(f, /a add\s+d disable\/enable\s+p password\s+x delete\s+s sessions\s+m 2FA off/)
   t.match(f, /\? help\s+q quit/)
 })
 
@@ -154,6 +154,31 @@ t.test('Users: x deletes after confirmation only', async (t) => {
   t.same(deps.calls, ['removeUser id-alice'])
 })
 
+t.test('Users: m resets the second factor after confirmation only; a user without one is told so, nothing asked', async (t) => {
+  const deps = seeded()
+  const ui = mount(t, deps)
+  await ui.waitFor('alice@example.com')
+  await ui.press('m')
+  let f = await ui.waitFor('Confirm (y/N): Reset the second factor of alice@example.com? Its recovery codes become void and the password alone signs in.')
+  t.ok(f.split('\n').every((l) => [...l].length <= 80), 'the question fits 80 columns')
+  t.match(f, /y yes\s+n\/Esc\/Enter no/)
+  await ui.press(KEY.esc)
+  await ui.waitFor('Cancelled.')
+  t.same(deps.calls, [], 'Esc answers no')
+  await ui.press('m', 'n')
+  await ui.waitFor('Cancelled.')
+  t.same(deps.calls, [], 'n answers no')
+  await ui.press('m', 'y')
+  await ui.waitFor('Reset the second factor of alice@example.com; the password alone signs in.')
+  f = await ui.waitFor(/> alice@example\.com\s+active\s+off/)
+  t.same(deps.calls, ['resetMfa id-alice'])
+
+  await ui.press('m')
+  await ui.waitFor('alice@example.com has no second factor to reset.')
+  t.notMatch(ui.frame(), 'Confirm', 'nothing to confirm')
+  t.same(deps.calls, ['resetMfa id-alice'], 'and nothing run')
+})
+
 t.test('Users: p sets a password (typed twice, hidden)', async (t) => {
   const deps = seeded()
   const ui = mount(t, deps)
@@ -174,6 +199,7 @@ t.test('Users: Enter opens the details', async (t) => {
   const f = await ui.waitFor('User alice@example.com')
   t.match(f, /id\s+id-alice/)
   t.match(f, /status\s+active/)
+  t.match(f, /2fa\s+on/)
   t.match(f, /created\s+2025-03-04 09:05 UTC/)
   await ui.press(KEY.esc)
   await ui.waitFor('1-2 of 2 users')
@@ -337,7 +363,11 @@ t.test('Smoke: a network or URL error is shown, and the UI goes on', async (t) =
 t.test('? shows the keys of the current view; Esc closes it', async (t) => {
   const ui = mount(t, seeded())
   await ui.waitFor('alice@example.com')
-  await ui.press('3', '?')
+  await ui.press('?')
+  const users = await ui.waitFor('Keys: Users')
+  t.match(users, /m\s+2FA off/, 'the reset of the second factor is listed')
+  t.ok(users.split('\n').length <= 23 && users.split('\n').every((l) => [...l].length <= 80), 'the help fits 80×24')
+  await ui.press(KEY.esc, '3', '?')
   const f = await ui.waitFor('Keys: Keys')
   t.match(f, /r\s+rotate/)
   t.match(f, /x\s+revoke/)

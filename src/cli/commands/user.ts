@@ -1,4 +1,4 @@
-/** authctl user add | list | show | disable | enable | passwd | rm: compute only, no printing. */
+/** authctl user add | list | show | disable | enable | passwd | rm | mfa reset: compute only, no printing. */
 import type { UserSummary } from '../../core/admin.js'
 import type { StoreDeps } from '../deps.js'
 import { cell, iso, shortTime, type View } from '../output.js'
@@ -11,6 +11,8 @@ export interface UserDoc {
   updatedAt: string
   disabled: boolean
   sessions: number
+  /** whether the second factor is on; nothing else of it (never the secret) is shown */
+  mfaEnabled: boolean
 }
 
 export const userDoc = (u: UserSummary): UserDoc => ({
@@ -20,6 +22,7 @@ export const userDoc = (u: UserSummary): UserDoc => ({
   updatedAt: iso(u.updatedAt)!,
   disabled: u.disabled,
   sessions: u.sessions,
+  mfaEnabled: u.mfaEnabled,
 })
 
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`
@@ -31,6 +34,7 @@ const userFields = (u: UserDoc): Array<[string, string]> => [
   ['updated', shortTime(Date.parse(u.updatedAt))],
   ['disabled', u.disabled ? 'yes' : 'no'],
   ['sessions', String(u.sessions)],
+  ['2fa', u.mfaEnabled ? 'on' : 'off'],
 ]
 
 export async function userAdd(deps: StoreDeps, args: { email: string; passwordStdin: boolean }): Promise<{ user: UserDoc }> {
@@ -46,8 +50,8 @@ export async function userList(deps: StoreDeps): Promise<{ users: UserDoc[] }> {
 }
 export const userListView = (d: { users: UserDoc[] }): View => ({
   table: {
-    columns: ['ID', 'EMAIL', 'CREATED', 'DISABLED', 'SESSIONS'],
-    rows: d.users.map((u) => [u.id, cell(u.email), shortTime(Date.parse(u.createdAt)), u.disabled ? 'yes' : 'no', String(u.sessions)]),
+    columns: ['ID', 'EMAIL', 'CREATED', 'DISABLED', '2FA', 'SESSIONS'],
+    rows: d.users.map((u) => [u.id, cell(u.email), shortTime(Date.parse(u.createdAt)), u.disabled ? 'yes' : 'no', u.mfaEnabled ? 'on' : 'off', String(u.sessions)]),
   },
   empty: 'No users.',
 })
@@ -89,4 +93,19 @@ export async function userRm(deps: StoreDeps, args: { ref: string; yes: boolean 
 }
 export const userRmView = (d: { removed: UserDoc; revokedSessions: number }): View => ({
   lines: [`Deleted ${d.removed.email} (${d.removed.id}) and ${plural(d.revokedSessions, 'session')}.`],
+})
+
+export async function userMfaReset(deps: StoreDeps, args: { ref: string; yes: boolean }): Promise<{ user: UserDoc; wasEnabled: boolean }> {
+  // an unknown user is reported before anything is asked
+  const user = deps.admin.showUser(args.ref)
+  await deps.confirm(`reset the second factor of ${user.email} (${user.id}), so that the password alone signs in`, args.yes)
+  const r = await deps.admin.resetMfa(user.id)
+  return { user: userDoc(r.user), wasEnabled: r.wasEnabled }
+}
+export const userMfaResetView = (d: { user: UserDoc; wasEnabled: boolean }): View => ({
+  lines: [
+    d.wasEnabled
+      ? `Reset the second factor of ${d.user.email} (${d.user.id}); its recovery codes are void and the password alone signs in.`
+      : `${d.user.email} (${d.user.id}) had no second factor; nothing to reset.`,
+  ],
 })
