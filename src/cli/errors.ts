@@ -1,5 +1,5 @@
 /**
- * The errors authctl itself raises. Exit codes (CONTRACT section 1): 0 success, 1 the operation
+ * The errors authctl itself raises. Exit codes (README, "Administer with authctl"): 0 success, 1 the operation
  * failed, 2 usage or config error. Each message is one plain sentence for stderr.
  */
 

@@ -1,6 +1,6 @@
 /**
  * The authctl command: commander parses, commands/ compute, output prints. Exit codes
- * (CONTRACT section 1): 0 success, 1 the operation failed, 2 usage or config error. Errors are
+ * (README, "Administer with authctl"): 0 success, 1 the operation failed, 2 usage or config error. Errors are
  * one plain sentence on stderr; a stack trace only with --debug.
  *
  * Start-up cost matters (admins type these): this module imports commander and small local

@@ -76,7 +76,7 @@ export function readFirstLine(input: NodeJS.ReadableStream, maxBytes: number): P
   })
 }
 
-/** `--password-stdin`: the first line of standard input (CONTRACT section 1). */
+/** `--password-stdin`: the first line of standard input (README, "Administer with authctl"). */
 export async function readPasswordFromStdin(input: NodeJS.ReadableStream): Promise<string> {
   const line = await readFirstLine(input, MAX_PASSWORD_INPUT_BYTES)
   if (line === null || line === '') throw new FailedError('No password was given on standard input.')

@@ -36,7 +36,7 @@ export interface RawConfig {
 }
 
 /**
- * The built-in defaults (CONTRACT sections 2 and 5), a fresh object per call. `dev` (--dev, a
+ * The built-in defaults (README, "Configure" and "Rate limits"), a fresh object per call. `dev` (--dev, a
  * laptop on plain HTTP) drops the cookie's Secure attribute, and with it the `__Host-` prefix
  * that browsers only accept on Secure cookies.
  */

@@ -170,7 +170,7 @@ export interface Admin {
   /** the key `revokeKey(kid)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
   checkRevokeKey(kid: string): KeySummary
   /**
-   * Deletes a key at once: tokens signed with it stop verifying (CONTRACT 1: key compromise).
+   * Deletes a key at once: tokens signed with it stop verifying (README, "Administer with authctl": key compromise).
    * The active key is first replaced by a new one (its algorithm, unless `algorithm` says
    * otherwise), so the daemon always has a key to sign with; `active` is that new key.
    */

@@ -102,7 +102,7 @@ export interface AuthServiceDeps {
 
 export interface AuthService {
   /**
-   * Counts one login request against login.per_ip (CONTRACT 5: malformed ones count too) before
+   * Counts one login request against login.per_ip (README, "Rate limits": malformed ones count too) before
    * its body is read. When the limit refuses it (counted and logged) returns when to retry, for
    * the 429 TOO_MANY_LOGINS answer; else undefined. login() does this itself unless told the
    * request was admitted already: the HTTP layer admits first, so a refused login is answered

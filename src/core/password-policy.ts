@@ -10,7 +10,7 @@ export async function createPasswordPolicy(opts: { minLength: number; maxLength:
   const common = await loadCommonPasswords()
   return {
     check(password) {
-      // lengths in code points of the password as sent (CONTRACT 2), not UTF-16 units (an emoji
+      // lengths in code points of the password as sent (README, "Configure"), not UTF-16 units (an emoji
       // is one character to the user) and not its NFKC form, which is what gets hashed: the
       // ligature "ﬃ" is one character typed, three after NFKC
       const length = [...password].length

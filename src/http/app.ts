@@ -184,7 +184,7 @@ export function createApp(deps: AppDeps): Handler {
     '/api/auth/login': {
       POST: (x) => {
         // login.per_ip counts every login request, malformed ones and foreign origins too
-        // (CONTRACT 5), so it is charged before anything else is looked at; a login it refuses is
+        // (README, "Rate limits"), so it is charged before anything else is looked at; a login it refuses is
         // answered here and then, without a promise, and its body is never parsed (node discards
         // it once the 429 is written). A foreign origin is still told 403 first.
         const client = x.client()

@@ -73,7 +73,7 @@ export function addressKey(text: string): string | null {
 }
 
 /**
- * Returns the resolver of the client address (CONTRACT 5), with `trustProxy` (CIDRs, or bare
+ * Returns the resolver of the client address (README, "Rate limits"), with `trustProxy` (CIDRs, or bare
  * addresses meaning one host) parsed once here. Throws on an invalid entry.
  *
  * The client is the socket peer, unless that peer is a trusted proxy: then `X-Forwarded-For`

@@ -1,5 +1,5 @@
 /**
- * The response envelope of CONTRACT section 3, checked from the outside: every body is a JSON
+ * The response envelope of README, "Call the API", checked from the outside: every body is a JSON
  * object `{success:true, data:{…}}` or `{success:false, message}` with one of the contract's
  * messages, and the three headers; the only exceptions are /metrics, the JWKS, 204 and HEAD.
  */

@@ -68,7 +68,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   t.equal(unconfirmed.code, 2)
   t.equal(unconfirmed.stderr, 'authctl: Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).\n')
   t.same(app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'nothing was revoked')
-  // --yes is required even where a terminal could have been asked (CONTRACT 1: `--all --yes`)
+  // --yes is required even where a terminal could have been asked (README, "Administer with authctl": `--all --yes`)
   let asked = false
   const confirmingTerminal = async (): Promise<void> => {
     asked = true

@@ -154,7 +154,7 @@ t.test('an unparsable file is an error naming the file and the line', async (t) 
 })
 
 t.test('unknown keys in the file are errors, at any depth', async (t) => {
-  // each names the key and the value it was given (CONTRACT 1)
+  // each names the key and the value it was given (README, "Administer with authctl")
   const cases: Array<[string, string, string]> = [
     ['[server]\nprot = 1\n', 'server.prot', 'got 1 in'],
     ['[servre]\nport = 1\n', 'servre', 'got a table in'],

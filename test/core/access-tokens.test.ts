@@ -1,5 +1,5 @@
 /**
- * Access tokens on a real keyring over LMDB: the header and claims of CONTRACT section 6, the
+ * Access tokens on a real keyring over LMDB: the header and claims of README, "Call the API", the
  * lifetime and clock tolerance, key rotation and revocation, and verify() answering null (never
  * throwing) for anything that is not a token of ours.
  */

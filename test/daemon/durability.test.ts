@@ -1,5 +1,5 @@
 /**
- * Durability (CONTRACT section 6): every write the real daemon acknowledged — users registered,
+ * Durability (README, "Durability"): every write the real daemon acknowledged — users registered,
  * sessions started by login, a session ended by logout — is still there after `kill -9` and a
  * restart on the same data directory.
  */

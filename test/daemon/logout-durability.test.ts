@@ -1,5 +1,5 @@
 /**
- * An acknowledged revocation survives kill -9 of the real daemon (CONTRACT section 6): right
+ * An acknowledged revocation survives kill -9 of the real daemon (README, "Durability"): right
  * after a 200 logout (or a detected reuse) the process is killed, and after a restart on the
  * same data directory the ended session stays ended. Runs the built daemon (npm run build).
  */

@@ -1,5 +1,5 @@
 /**
- * The client address as the app sees it (CONTRACT section 5), observed from outside: the ip
+ * The client address as the app sees it (README, "Rate limits"), observed from outside: the ip
  * recorded on the session and the rate limiter's per-IP counting. The resolver itself is
  * tested in client-ip.test.ts; this holds the app to using it on every route that counts.
  */

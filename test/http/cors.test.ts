@@ -1,5 +1,5 @@
 /**
- * Browsers (CONTRACT section 4): CORS with credentials for the listed origins on every
+ * Browsers (README, "Call the API"): CORS with credentials for the listed origins on every
  * /api/auth/* endpoint, preflights, Vary: Origin, and the origin check of the cookie endpoints.
  */
 import t from 'tap'
@@ -109,7 +109,7 @@ t.test('preflights are answered 204 allowing GET, POST, DELETE and Content-Type,
   t.equal(outside.headers['access-control-allow-origin'], undefined, 'outside /api/auth/ there is no CORS')
 })
 
-t.test('a login refused for its origin still counts towards login.per_ip (CONTRACT 5: all login requests)', async (t) => {
+t.test('a login refused for its origin still counts towards login.per_ip (README, "Rate limits": all login requests)', async (t) => {
   const app = await startServer(t, { env: { ...ENV, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '2/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   for (let i = 0; i < 3; i++) {

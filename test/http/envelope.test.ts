@@ -1,5 +1,5 @@
 /**
- * What every response looks like, and how request bodies are read (CONTRACT section 3), over a
+ * What every response looks like, and how request bodies are read (README, "Call the API"), over a
  * real socket: the JSON envelope and its headers, 404, 405 with Allow, 415, 413 (declared,
  * chunked, and exactly at the limit), 400 for bodies that are not a UTF-8 JSON object, and the
  * health, readiness and metrics endpoints.

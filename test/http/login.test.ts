@@ -1,6 +1,6 @@
 /**
- * POST /api/auth/login over a real socket, real LMDB in a temp dir and real argon2 (CONTRACT
- * section 4): every row of its error table with exact status and message, the cookie, sessions,
+ * POST /api/auth/login over a real socket, real LMDB in a temp dir and real argon2 (README,
+ * "Call the API"): every row of its error table with exact status and message, the cookie, sessions,
  * and what happens to stored hashes (absurd ones refused unrun, old parameters re-hashed).
  */
 import argon2 from 'argon2'

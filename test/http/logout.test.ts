@@ -1,5 +1,5 @@
 /**
- * POST /api/auth/logout over a real socket with a cookie jar (CONTRACT section 4): the session
+ * POST /api/auth/logout over a real socket with a cookie jar (README, "Call the API"): the session
  * ends at once, the cookie is cleared with its own attributes, idempotent, and {"all":true}.
  */
 import { setTimeout } from 'node:timers/promises'

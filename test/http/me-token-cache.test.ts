@@ -39,7 +39,7 @@ function refused(t: Test, r: Reply): void {
 /**
  * The time between an admin's change and the next request: lmdb renews the daemon's read
  * snapshot within a millisecond of its last read (a timer), and a request that follows a commit
- * closer than that may still read the old one. CONTRACT 1 allows a second; this waits 5 ms.
+ * closer than that may still read the old one. README, "Administer with authctl" allows a second; this waits 5 ms.
  */
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5))
 

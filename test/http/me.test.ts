@@ -1,5 +1,5 @@
 /**
- * GET /api/auth/me over a real socket (CONTRACT section 4): the 200 read from the store, the
+ * GET /api/auth/me over a real socket (README, "Call the API"): the 200 read from the store, the
  * "Unauthorized" row for a missing or malformed Authorization header, and the "Invalid or expired
  * access token" row for tokens of sessions or users that are gone.
  */

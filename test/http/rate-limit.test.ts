@@ -1,5 +1,5 @@
 /**
- * Login rate limits over a real socket (CONTRACT section 5): atomic counting before the hash,
+ * Login rate limits over a real socket (README, "Rate limits"): atomic counting before the hash,
  * the three login axes, Retry-After, unknown emails counted like known ones, and the limiter's
  * memory bound seen from the app. Client addresses are simulated through a trusted proxy.
  */

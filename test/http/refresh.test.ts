@@ -1,5 +1,5 @@
 /**
- * POST /api/auth/refresh over a real socket with a cookie jar (CONTRACT section 4): rotation,
+ * POST /api/auth/refresh over a real socket with a cookie jar (README, "Call the API"): rotation,
  * reuse detection and its grace, concurrency, expiry, every status and message.
  */
 import { createHash } from 'node:crypto'

@@ -1,5 +1,5 @@
 /**
- * POST /api/auth/register over a real socket (CONTRACT section 4): every status and message,
+ * POST /api/auth/register over a real socket (README, "Call the API"): every status and message,
  * the cookie it sets, canonical-email uniqueness under concurrency, and mass assignment.
  */
 import t from 'tap'

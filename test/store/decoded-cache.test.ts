@@ -5,7 +5,7 @@
  *
  * "The next request": lmdb keeps a handle's read snapshot until a timer renews it, within a
  * millisecond of the last read, so a commit by another handle shows from the next turn of the
- * event loop after that, which is when the daemon's next request runs (CONTRACT 1 asks for one
+ * event loop after that, which is when the daemon's next request runs (README, "Administer with authctl" asks for one
  * second). Reading again at the very same instant as the commit may still see the old snapshot,
  * whatever the cache does: `nextRequest()` stands for the time between two requests.
  */

@@ -80,7 +80,7 @@ export async function sessionsRevoke(deps: StoreDeps, args: { sessionId?: string
     const r = await deps.admin.revokeUserSessions(args.user)
     return { revoked: r.revoked, user: userDoc({ ...r.user, sessions: 0 }) }
   }
-  // CONTRACT 1: `--all --yes`. Unlike the other destructive commands, which ask on a terminal,
+  // README, "Administer with authctl": `--all --yes`. Unlike the other destructive commands, which ask on a terminal,
   // signing out everyone is never one keystroke away: the flag is required even there.
   if (!args.yes) throw new UsageError('Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).')
   return { revoked: (await deps.admin.revokeAllSessions()).revoked }
