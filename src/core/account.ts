@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config/types.js'
 import type { SessionEntry, SessionRecord, Store } from '../store/store.js'
-import type { AuthEvents, Authenticated, ClientContext, Logger } from './auth-service.js'
+import type { Authenticated, ClientContext, Logger } from './caller.js'
 import { AppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
@@ -56,7 +56,7 @@ export interface AccountDeps {
   policy: PasswordPolicy
   now: () => number
   log: Logger
-  events: AuthEvents
+  events: { passwordChange(outcome: PasswordChangeOutcome): void; rateLimited(limit: string): void }
   refusals: Pick<RefusalLog, 'refused'>
   /** the login limits' charge of one password check of `email` (as login charges it) */
   chargeLogin(email: string, userId: string, client: ClientContext): ChargedCheck | { ok: false; limit: string; retryAfterS: number }

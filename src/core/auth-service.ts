@@ -2,6 +2,7 @@
  * The use-cases: login, register, me, refresh, logout. No HTTP and no LMDB here: the HTTP layer
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
+import type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
 import type { Config } from '../config/types.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
 import type { LimitClearTarget, Store, UserRecord } from '../store/store.js'
@@ -19,15 +20,7 @@ import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSes
 import { matchRecoveryCode, matchTotp } from './totp.js'
 import { newUserId } from './users.js'
 
-export interface ClientContext {
-  /** the client address, for logs and session records */
-  ip: string
-  /** the rate-limiter key of that address (IPv6 per /64) */
-  ipKey: string
-  userAgent: string
-  /** the device-cookie values the request carried (login and register read them) */
-  devices?: readonly string[]
-}
+export type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
 
 export interface SignedIn {
   user: { id: string; email: string }
@@ -77,10 +70,6 @@ export interface AuthEvents {
   mfaAccount(action: MfaAccountAction): void
 }
 
-export interface Logger {
-  info(obj: object, msg?: string): void
-  warn(obj: object, msg?: string): void
-}
 
 export interface AuthServiceDeps {
   config: Config
@@ -169,16 +158,6 @@ export interface LoginCharge {
 
 const BEARER = /^bearer +(\S+)\s*$/i
 
-/** What /me answers of a user: its id and email, and whether its second factor is on. */
-export type MeUser = Readonly<{ id: string; email: string; mfaEnabled: boolean }>
-
-/** Who called, as an access token proves it (see AuthService.authenticate). */
-export interface Authenticated {
-  /** the user's id and email as the store has them now (frozen, shared) */
-  user: MeUser
-  /** the session the token belongs to (its `sid` claim) */
-  sessionId: string
-}
 
 /**
  * An email longer than this as sent (UTF-16 units) cannot be a stored one (those are at most 254
