@@ -3,26 +3,10 @@
  * confirmation takes y/n, the lists take commands. Pure, so it is tested without a terminal;
  * the key hook only feeds it Ink's input.
  */
-import type { Action } from './reducer.js'
+import type { Action, KeyPress } from './actions.js'
 import { mode, VIEWS, type State, type ViewName } from './state.js'
 
-/** the subset of Ink's Key this map reads */
-export interface KeyPress {
-  upArrow?: boolean
-  downArrow?: boolean
-  pageUp?: boolean
-  pageDown?: boolean
-  home?: boolean
-  end?: boolean
-  return?: boolean
-  escape?: boolean
-  ctrl?: boolean
-  shift?: boolean
-  tab?: boolean
-  backspace?: boolean
-  delete?: boolean
-  meta?: boolean
-}
+export type { KeyPress } from './actions.js'
 
 export function keyToAction(state: State, input: string, key: KeyPress): Action | null {
   // Ctrl-C quits from anywhere (raw mode: the terminal does not turn it into a signal)

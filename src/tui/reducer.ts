@@ -3,9 +3,9 @@
  * keymap.ts; the store's answers arrive as `loaded`, `taskDone`, `taskFailed`, `smokeStep`.
  * Operations are only described here (State.tasks); the effects hook runs them.
  */
-import type { Snapshot, SmokeStepEvent } from './deps.js'
 import { formatTime, plural, shortId } from './format.js'
-import { keyToAction, type KeyPress } from './keymap.js'
+import type { Action } from './actions.js'
+import { keyToAction } from './keymap.js'
 import {
   emptyList,
   isBusy,
@@ -23,51 +23,9 @@ import {
   type State,
   type Task,
   type TaskResult,
-  type ViewName,
 } from './state.js'
 
-export type Action =
-  /** a key as Ink reports it; keymap.ts decides what it means in the current state */
-  | { type: 'key'; input: string; key: KeyPress }
-  | { type: 'view'; view: ViewName }
-  | { type: 'cycleView'; delta: 1 | -1 }
-  | { type: 'move'; delta: number }
-  | { type: 'page'; delta: 1 | -1 }
-  | { type: 'moveEdge'; edge: 'start' | 'end' }
-  | { type: 'open' }
-  | { type: 'back' }
-  | { type: 'toggleHelp' }
-  | { type: 'filterStart' }
-  | { type: 'filterType'; text: string }
-  | { type: 'filterErase' }
-  | { type: 'filterDone' }
-  | { type: 'filterClear' }
-  | { type: 'userAdd' }
-  | { type: 'userToggleDisabled' }
-  | { type: 'userPassword' }
-  | { type: 'userDelete' }
-  | { type: 'userSessions' }
-  | { type: 'userResetMfa' }
-  | { type: 'sessionRevoke' }
-  | { type: 'sessionRevokeUser' }
-  | { type: 'keyRotate' }
-  | { type: 'keyRevoke' }
-  | { type: 'smokeEdit' }
-  | { type: 'smokeRun' }
-  | { type: 'fieldType'; text: string }
-  | { type: 'fieldErase' }
-  | { type: 'fieldMove'; delta: 1 | -1 }
-  | { type: 'formSubmit' }
-  | { type: 'formCancel' }
-  | { type: 'confirmYes' }
-  | { type: 'confirmNo' }
-  | { type: 'resize'; rows: number }
-  | { type: 'quit' }
-  | { type: 'loaded'; snapshot: Snapshot }
-  | { type: 'loadFailed'; message: string }
-  | { type: 'taskDone'; id: number; result: TaskResult }
-  | { type: 'taskFailed'; id: number; message: string }
-  | { type: 'smokeStep'; id: number; step: SmokeStepEvent }
+export type { Action } from './actions.js'
 
 /** rows of the screen around a list: header, tabs, rule, headings, position, status (2), footer (2), and one spare */
 export const CHROME_ROWS = 10
