@@ -4,20 +4,9 @@
  */
 import t from 'tap'
 import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
-import { ctlFor, PASSWORD } from './run.js'
+import { ctlFor, PASSWORD, until } from './run.js'
 
 const COOKIE = '__Host-authd_rt'
-
-/** polls `check` until it holds, at most `limitMs`; resolves with the time it took, or -1 */
-async function until(check: () => Promise<boolean>, limitMs = 1000): Promise<number> {
-  const start = performance.now()
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return performance.now() - start
-    if (performance.now() - start > limitMs) return -1
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return -1
-}
 
 const kidOf = (token: string): string => JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()).kid
 

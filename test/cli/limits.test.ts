@@ -4,18 +4,7 @@
  */
 import t from 'tap'
 import { call, spawnDaemon } from '../helpers/app.js'
-import { ctlFor, PASSWORD } from './run.js'
-
-/** polls `check` until it holds, at most `limitMs`; resolves with the time it took, or -1 */
-async function until(check: () => Promise<boolean>, limitMs = 1000): Promise<number> {
-  const start = performance.now()
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return performance.now() - start
-    if (performance.now() - start > limitMs) return -1
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  return -1
-}
+import { ctlFor, PASSWORD, until } from './run.js'
 
 t.test('limits clear: a spent email or address signs in again within a second, in a running daemon', async (t) => {
   const dir = t.testdir()

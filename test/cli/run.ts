@@ -67,3 +67,14 @@ export function ctlFor(dir: string, base: CtlOptions = {}) {
 }
 
 export const PASSWORD = 'correct horse battery staple'
+
+/** polls `check` until it holds, at most `limitMs`; resolves with the time it took, or -1 */
+export async function until(check: () => Promise<boolean>, limitMs = 1000): Promise<number> {
+  const start = performance.now()
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return performance.now() - start
+    if (performance.now() - start > limitMs) return -1
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return -1
+}
