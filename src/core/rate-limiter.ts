@@ -28,21 +28,34 @@ export interface ConsumeToken {
  */
 export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number; blockedBy: number }
 
+/**
+ * The limiter as the daemon uses it, of either kind: in process (LMDB; `createRateLimiter` behind
+ * `asyncLimiter`) or in the database (PostgreSQL; store/pg/limiter.ts), where every instance
+ * counts on the same windows under the database's clock.
+ */
 export interface RateLimiter {
   /**
    * Atomically counts one event on every entry, or on none: if any entry has no room, nothing is
    * counted and `retryAfterS` (whole seconds, ≥ 1) says when the last blocked entry will have
    * room again.
    */
-  consume(entries: ReadonlyArray<RateEntry>): ConsumeResult
+  consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult>
   /** Un-counts exactly the events the consume behind `token` added, if still present. Idempotent. */
-  release(token: ConsumeToken): void
+  release(token: ConsumeToken): Promise<void>
   /** Forgets `key` under every rule. */
-  reset(key: string): void
+  reset(key: string): Promise<void>
   /**
    * Forgets every key of `axis` whose part number `index` is `part` (as given to limitKey), under
-   * every rule; returns how many. A scan of every key held: for an admin's rare request only.
+   * every rule; resolves to how many. For an admin's rare request only.
    */
+  resetByPart(axis: string, index: number, part: string): Promise<number>
+}
+
+/** The in-process limiter (LMDB backend): synchronous, bounded by `maxKeys`. */
+export interface MemoryRateLimiter {
+  consume(entries: ReadonlyArray<RateEntry>): ConsumeResult
+  release(token: ConsumeToken): void
+  reset(key: string): void
   resetByPart(axis: string, index: number, part: string): number
   /** Drops every key whose window has fully expired; returns how many. Meant for an idle timer. */
   prune(): number

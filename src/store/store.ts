@@ -1,8 +1,13 @@
 /**
- * The Store: everything authd keeps, behind one interface. The LMDB implementation is the only
- * module that knows about LMDB; a second backend (a server database for several instances) can
- * implement this interface later. Reads are synchronous (an embedded store answers in
- * microseconds); every write resolves only once it is committed.
+ * The Store: everything authd keeps, behind one interface that two backends implement: LMDB
+ * (embedded, one VM; store/lmdb-store.ts) and PostgreSQL (several instances on one database;
+ * store/pg/). `openStore(config)` (store/open.ts) chooses; nothing above src/store/ knows which it
+ * got. Every method is asynchronous (LMDB answers with values already resolved); every write
+ * resolves only once it is committed. The callbacks given to writes (`decide`, `change`) are
+ * synchronous and run inside the write transaction, on the records as stored at that moment.
+ *
+ * A backend that cannot reach its database rejects with StoreUnavailableError (never hangs longer
+ * than its query timeout): the daemon answers 503 `Service unavailable` with `Retry-After: 1`.
  */
 import type { Algorithm } from '../config/types.js'
 
@@ -153,57 +158,162 @@ export interface LimitClear {
  * What the second step of a login does, decided inside the write transaction: `use` stores `user`
  * and records the mfaToken as used; `none` changes nothing.
  */
-export type MfaStepDecision<T> = { action: 'use'; user: UserRecord; result: T } | { action: 'none'; result: T }
+export type MfaStepDecision<T> = ({ action: 'use'; user: UserRecord; result: T } | { action: 'none'; result: T }) & { audit?: Audit }
 
 /** What a refresh attempt found, decided inside the write transaction. */
-export type RefreshDecision<T> =
+export type RefreshDecision<T> = (
   | { action: 'rotate'; session: SessionRecord; result: T }
   | { action: 'revoke'; result: T }
   | { action: 'none'; result: T }
+) & { audit?: Audit }
+
+export type StoreBackend = 'lmdb' | 'postgres'
+
+/** What /me needs of a session and its user (Store.meRead). */
+export interface MeRecord {
+  userId: string
+  expiresAt: number
+  lastUsedAt: number
+  /** undefined when the user is gone */
+  user: { id: string; email: string; disabled: boolean; mfaEnabled: boolean } | undefined
+}
+
+export interface MeRead {
+  version: number
+  keysVersion: number
+  /** sid → its record, or undefined when there is no such session */
+  records: Map<string, MeRecord | undefined>
+}
+
+/**
+ * One line of `authctl export` (JSON, one record per line). `meta` comes first; a store's secrets
+ * (the device-cookie and mfaToken keys) travel as `secret` records so that cookies and tokens
+ * issued before an export keep working after the import.
+ */
+export type ExportRecord =
+  | { type: 'meta'; format: 1; schema: number; backend: StoreBackend; exportedAt: string }
+  | { type: 'user'; user: UserRecord }
+  | { type: 'session'; session: SessionRecord }
+  | { type: 'key'; key: KeyRecord }
+  | { type: 'secret'; name: 'device_key' | 'mfa_key'; value: string }
+  | { type: 'audit_anchor'; anchor: AuditAnchor }
+  | { type: 'audit'; event: AuditEvent }
+
+/**
+ * An audit event as a write hands it to the store (README, "Audit log"): the store gives it its
+ * `seq` and `hash` inside the transaction that makes the change it records, so the two commit
+ * together. `at` is the time in ms.
+ */
+export interface AuditDraft {
+  at: number
+  event: string
+  /** "api", or "authctl:<os user>" */
+  actor: string
+  userId: string | null
+  email: string | null
+  sessionId: string | null
+  ip: string | null
+  userAgent: string | null
+  detail: Record<string, unknown>
+}
+
+/** The events a write records, written in its transaction if and only if it changed something. */
+export type Audit = readonly AuditDraft[]
+
+/** createSession's events: `events`, and one from `evicted` per session sessions.max_per_user ended */
+export interface SessionAudit {
+  events: Audit
+  evicted?: (ended: SessionEntry) => AuditDraft
+}
+
+/** An event as kept: `time` ISO 8601 UTC with ms; `hash` chains it (store/audit-chain.ts). */
+export interface AuditEvent {
+  seq: number
+  time: string
+  event: string
+  actor: string
+  userId: string | null
+  email: string | null
+  sessionId: string | null
+  ip: string | null
+  userAgent: string | null
+  detail: Record<string, unknown>
+  hash: string
+}
+
+/** what the first kept event chains to: seq 0 and 64 zeros, or the last event retention removed */
+export interface AuditAnchor {
+  seq: number
+  hash: string
+}
+
+export interface AuditQuery {
+  limit: number
+  /** only events with seq below this */
+  before?: number
+  userId?: string
+  /** an event name, exactly */
+  event?: string
+  /** only events at or after this time (ms) */
+  since?: number
+}
+
+/** The store's database is unreachable or failing: try again shortly (HTTP 503). */
+export class StoreUnavailableError extends Error {
+  constructor(message = 'the store is unavailable') {
+    super(message)
+    this.name = 'StoreUnavailableError'
+  }
+}
 
 export interface Store {
-  /** the data directory */
-  readonly path: string
+  /** which backend this is */
+  readonly backend: StoreBackend
+  /**
+   * Where the store is, for people: the data directory (LMDB) or the database URL with any
+   * password shown as `***` (PostgreSQL). The TUI's header and authctl's messages show it.
+   */
+  readonly location: string
 
   // users
-  getUser(id: string): UserRecord | undefined
-  getUserByEmail(canonicalEmail: string): UserRecord | undefined
-  listUsers(): UserRecord[]
+  getUser(id: string): Promise<UserRecord | undefined>
+  getUserByEmail(canonicalEmail: string): Promise<UserRecord | undefined>
+  listUsers(): Promise<UserRecord[]>
   /** inserts the user and its email index in one transaction; false if the email exists */
-  createUser(user: UserRecord): Promise<boolean>
+  createUser(user: UserRecord, audit?: Audit): Promise<boolean>
   /** applies `change` to the current record inside a transaction; undefined if gone */
-  updateUser(id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined>
+  updateUser(id: string, change: (user: UserRecord) => UserRecord, audit?: Audit): Promise<UserRecord | undefined>
   /**
    * updateUser, and in the same write transaction every session of the user except `keep` ends
    * with its token entries (a password change: no other session outlives the old password).
    * Resolves once durable, to the record now stored and how many sessions ended; undefined if
    * the user is gone.
    */
-  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string): Promise<{ user: UserRecord; ended: number } | undefined>
+  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string, audit?: Audit): Promise<{ user: UserRecord; ended: number } | undefined>
   /** deletes the user, its email index entry and all its sessions */
-  deleteUser(id: string): Promise<boolean>
+  deleteUser(id: string, audit?: Audit): Promise<boolean>
   /**
    * How many stored password hashes there are per parameter set (keys: hashParamsKey), counted in
    * the transactions that create, re-hash and delete users, by any process. An unknown email's
    * dummy verification follows these proportions (passwords.ts).
    */
-  hashTally(): Readonly<Record<string, number>>
+  hashTally(): Promise<Readonly<Record<string, number>>>
 
   // sessions
-  getSession(id: string): SessionRecord | undefined
+  getSession(id: string): Promise<SessionRecord | undefined>
   /**
    * Sessions by id, in order (undefined for one that is gone), read plainly: for listings, which
    * read each session once (getSession keeps decoded records for the reads /me repeats).
    */
-  getSessions(ids: string[]): Array<SessionRecord | undefined>
-  listSessions(userId?: string): SessionRecord[]
-  countSessions(userId: string): number
+  getSessions(ids: string[]): Promise<Array<SessionRecord | undefined>>
+  listSessions(userId?: string): Promise<SessionRecord[]>
+  countSessions(userId: string): Promise<number>
   /**
    * One bounded page of the sessions index, in index order (by user, then session id), after
    * `after`; of one user if `userId` is given. Walking a huge store page by page keeps memory and
    * each synchronous stretch bounded.
    */
-  sessionEntries(opts: { userId?: string; after?: SessionCursor; limit: number }): SessionEntry[]
+  sessionEntries(opts: { userId?: string; after?: SessionCursor; limit: number }): Promise<SessionEntry[]>
   /**
    * Creates the session. With `limit`, in the same write transaction, the user's live sessions
    * beyond `limit.max - 1` (the oldest last use first) are deleted with their token entries, so
@@ -211,7 +321,7 @@ export interface Store {
    * to the sessions so ended. A bounded number end per call (a user far beyond the max, from a
    * store of before it, comes down over several logins and the sweep).
    */
-  createSession(session: SessionRecord, limit?: SessionLimit): Promise<SessionEntry[]>
+  createSession(session: SessionRecord, limit?: SessionLimit, audit?: SessionAudit): Promise<SessionEntry[]>
   /**
    * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
    * one of the token's family (`familyHash`: any token the session ever had), and lets
@@ -223,7 +333,7 @@ export interface Store {
    * answer undefined to leave it as it is. Not for rotation (refreshSession): the token entries
    * stay as they are. Resolves to the record now stored, or undefined if there is none.
    */
-  updateSession(id: string, change: (session: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined>
+  updateSession(id: string, change: (session: SessionRecord) => SessionRecord | undefined, audit?: Audit): Promise<SessionRecord | undefined>
   /**
    * For each of `ids` that still exists, inside one write transaction: `change(current)` answers
    * 'delete' (the session goes with its token entries), a replacement record, or undefined (left
@@ -231,17 +341,17 @@ export interface Store {
    */
   sweepSessions(ids: string[], change: (session: SessionRecord) => SessionRecord | 'delete' | undefined): Promise<number>
   /** deletes one session and its refresh-token entries; false if it did not exist */
-  revokeSession(id: string): Promise<boolean>
+  revokeSession(id: string, audit?: Audit): Promise<boolean>
   /** deletes every session of a user; returns how many */
-  revokeUserSessions(userId: string): Promise<number>
-  revokeAllSessions(): Promise<number>
+  revokeUserSessions(userId: string, audit?: Audit): Promise<number>
+  revokeAllSessions(audit?: Audit): Promise<number>
   /** session id for a refresh-token hash, else for the token's family hash, if known */
-  findSessionIdByRefreshHash(tokenHash: string, familyHash?: string): string | undefined
+  findSessionIdByRefreshHash(tokenHash: string, familyHash?: string): Promise<string | undefined>
 
   // keys
-  listKeys(): KeyRecord[]
-  getKey(kid: string): KeyRecord | undefined
-  putKey(key: KeyRecord): Promise<void>
+  listKeys(): Promise<KeyRecord[]>
+  getKey(kid: string): Promise<KeyRecord | undefined>
+  putKey(key: KeyRecord, audit?: Audit): Promise<void>
   /**
    * Adds `key`, atomically with what it changes. A `next` key (its `activatedAt` in the future)
    * is published and signs from its `activatedAt`, unless no key signs now: then it is active at
@@ -249,20 +359,25 @@ export interface Store {
    * key still `next` is replaced either way (it never signed: no token needs it). Returns the
    * key as stored.
    */
-  rotateKey(key: KeyRecord, now: number): Promise<KeyRecord>
+  rotateKey(key: KeyRecord, now: number, audit?: Audit): Promise<KeyRecord>
   /** creates `key` as the first active key unless some active key already exists */
   ensureActiveKey(create: () => KeyRecord): Promise<KeyRecord>
-  deleteKey(kid: string): Promise<boolean>
+  deleteKey(kid: string, audit?: Audit): Promise<boolean>
   /** a number that changes whenever the keys change, cheap to poll */
-  keysVersion(): number
+  keysVersion(): Promise<number>
+
+  // /me
   /**
-   * A number that changes with every write to the store, by any process (it is bumped inside
-   * each write transaction). A reader that finds it unchanged since it read some records knows
-   * those records are as it read them. One cheap read, done once per turn of the event loop
-   * (the requests of one turn share lmdb's read snapshot anyway) and again after each write of
-   * this process: the daemon polls it on every /me.
+   * /me's one read (core/me-view.ts calls it once per turn of the event loop for all the /me
+   * requests of that turn: with PostgreSQL that is one round trip). Answers the store's version
+   * (a number that changes with every write that could change a MeRecord or a key, by any
+   * process), the keys' version, and a MeRecord (or undefined: no such session) for each of
+   * `sids` the store read. When the version is still `known`, the store may leave out of
+   * `records` the sessions in `cached` (the caller holds them as read at `known`); otherwise
+   * `records` has every one of `sids`. A backend without a cheap version (PostgreSQL) may read
+   * every session every time and answer a version that never repeats.
    */
-  changes(): number
+  meRead(sids: readonly string[], known: number, cached: ReadonlySet<string>): Promise<MeRead>
 
   // rate limits and device cookies
   /**
@@ -273,7 +388,7 @@ export interface Store {
   /** The key that signs mfaTokens (core/mfa-tokens.ts), made by `create()` once, like the device key. */
   ensureMfaKey(create: () => string): Promise<string>
   /** whether the mfaToken `id` (which expires at `expiresAt`) was used by a second step already */
-  mfaTokenUsed(id: string, expiresAt: number): boolean
+  mfaTokenUsed(id: string, expiresAt: number): Promise<boolean>
   /**
    * The second step of a login, atomically with respect to every other writer: `decide` sees the
    * user `userId` as stored and whether the mfaToken `token` was used already, and chooses. With
@@ -283,16 +398,47 @@ export interface Store {
    */
   finishMfaStep<T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>): Promise<T>
   /** records a request to clear login limits (the newest few are kept); resolves to its seq */
-  addLimitClear(target: LimitClearTarget, at: number): Promise<number>
+  addLimitClear(target: LimitClearTarget, at: number, audit?: Audit): Promise<number>
   /** the kept requests with a seq above `after`, oldest first; one cheap read, fit to poll */
-  limitClearsAfter(after: number): LimitClear[]
+  limitClearsAfter(after: number): Promise<LimitClear[]>
+
+  // the audit log (README, "Audit log")
+  /** appends events that record no store change of their own (a failed login, a limit's block) */
+  appendAudit(audit: Audit): Promise<void>
+  /**
+   * Kept events, newest first (highest seq first), at most `limit`, with seq below `before` if
+   * given, and matching the filters given. One bounded page: for `audit list` and the TUI.
+   */
+  auditEvents(q: AuditQuery): Promise<AuditEvent[]>
+  /**
+   * Every kept event in seq order (oldest first), read in bounded pages, and the anchor the
+   * first one chains to (64 zeros, or the hash of the last event removed by retention).
+   */
+  auditChain(): { anchor: Promise<AuditAnchor>; events: AsyncIterable<AuditEvent> }
+  /** removes the events older than `before` (ms), keeping the last removed one's hash as the anchor; how many */
+  sweepAudit(before: number): Promise<number>
 
   // meta
-  schemaVersion(): number
+  schemaVersion(): Promise<number>
+  /** whether the store answers (PostgreSQL: one query); rejects with StoreUnavailableError */
+  ping(): Promise<void>
 
-  /** waits until everything committed so far is on disk */
+  // export / import (README, "Export and import")
+  /** every record of the store, in an order `importRecords` accepts (meta first, then users, …) */
+  exportRecords(): AsyncIterable<ExportRecord>
+  /**
+   * Loads `records` (an export of either backend) into this store, all or nothing, in one
+   * transaction. Rejects with StoreError('NOT_EMPTY') if the store already has users, and with
+   * StoreError('BAD_EXPORT') naming the line for a record it cannot take; nothing is written then.
+   */
+  importRecords(records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }>
+
+  /** waits until everything committed so far is durable (PostgreSQL: at once) */
   flushed(): Promise<void>
-  /** a consistent, compacted copy of the store into `file` */
+  /**
+   * A consistent, compacted copy of the store into `file`. LMDB only: PostgreSQL rejects with
+   * StoreError('NO_BACKUP') (use pg_dump or `authctl export`).
+   */
   backup(file: string): Promise<void>
   close(): Promise<void>
 }
