@@ -11,41 +11,9 @@
 import os from 'node:os'
 import { chainHash } from '../store/audit-chain.js'
 import type { AuditAnchor, AuditDraft, AuditEvent, AuditQuery, Store } from '../store/store.js'
+import type { AuditEventName } from './audit-events.js'
 
-/** Every event the log records, in the README's order. */
-export const AUDIT_EVENTS = [
-  'login.success',
-  'login.failure',
-  'rate_limit.block',
-  'login.mfa_required',
-  'mfa.success',
-  'mfa.failure',
-  'register',
-  'logout',
-  'password.change',
-  'mfa.enable',
-  'mfa.disable',
-  'mfa.recovery_codes',
-  'session.revoke',
-  'refresh.reuse',
-  'session.evict',
-  'admin.user.add',
-  'admin.user.disable',
-  'admin.user.enable',
-  'admin.user.passwd',
-  'admin.user.rm',
-  'admin.user.mfa_reset',
-  'admin.sessions.revoke',
-  'admin.keys.rotate',
-  'admin.keys.revoke',
-  'admin.limits.clear',
-  'admin.import',
-] as const
-
-export type AuditEventName = (typeof AUDIT_EVENTS)[number]
-
-const NAMES: ReadonlySet<string> = new Set(AUDIT_EVENTS)
-export const isAuditEventName = (name: string): name is AuditEventName => NAMES.has(name)
+export { AUDIT_EVENTS, isAuditEventName, type AuditEventName } from './audit-events.js'
 
 /** `login.failure`'s `detail.reason` */
 export type LoginFailureReason = 'unknown_user' | 'bad_password' | 'disabled'
