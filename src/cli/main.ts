@@ -13,11 +13,13 @@ import { protectDashedIds } from './argv.js'
 import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
 import { version } from '../version.js'
+import { auditEventsHelp } from '../core/audit-events.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
 const keysCmd = () => import('./commands/keys.js')
 const sessionsCmd = () => import('./commands/sessions.js')
+const auditCmd = () => import('./commands/audit.js')
 
 /** What a command produced: its data, how to show it, and a failure sentence if it did not pass. */
 interface Outcome {
@@ -222,6 +224,32 @@ export async function main(io: CliIo): Promise<number> {
     .action(withStore(async (d, c) => {
         const m = await import('./commands/limits.js')
         return outcome(await m.limitsClear(d, { target: arg(c) }), m.limitsClearView)
+      }))
+
+  // audit
+  const audit = program.command('audit').description('read the audit log and check its chain')
+  audit
+    .command('list')
+    .description('audit events, newest first (default 50): seq, time, event, user; then actor, ip, detail, session, user agent')
+    .option('--user <email|id>', 'only this user’s events (an email no user has now: the events carrying it)')
+    .option('--event <name>', 'only events of this name')
+    .option('--since <duration|time>', 'only events since a duration ago (30m, 12h, 7d) or an ISO 8601 time (UTC unless it says)')
+    .option('--limit <n>', 'at most this many events (1 to 10000, default 50)')
+    .addHelpText('after', () => auditEventsHelp())
+    .action(
+      withStore(async (d, c) => {
+        const m = await auditCmd()
+        const doc = await m.auditList(d, { user: opt(c, 'user'), event: opt(c, 'event'), since: opt(c, 'since'), limit: opt(c, 'limit') })
+        return { data: m.auditListJson(doc), view: m.auditListView(doc), failure: null }
+      }),
+    )
+  audit
+    .command('verify')
+    .description('recompute the audit log’s chain: exit 0 if intact, 1 and the first broken event if not')
+    .action(withStore(async (d) => {
+        const m = await auditCmd()
+        const finding = await m.auditVerify(d)
+        return outcome(finding, m.auditVerifyView, m.auditVerifyFailure(finding))
       }))
 
   program
