@@ -20,6 +20,7 @@ const userCmd = () => import('./commands/user.js')
 const keysCmd = () => import('./commands/keys.js')
 const sessionsCmd = () => import('./commands/sessions.js')
 const auditCmd = () => import('./commands/audit.js')
+const transferCmd = () => import('./commands/transfer.js')
 
 /** What a command produced: its data, how to show it, and a failure sentence if it did not pass. */
 interface Outcome {
@@ -275,6 +276,26 @@ export async function main(io: CliIo): Promise<number> {
         const m = await import('./commands/backup.js')
         return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
       }))
+
+  program
+    .command('export')
+    .description('write the whole store (users with their password hashes, sessions, keys, second factors, the audit log) to <file>: UTF-8 JSON, one record per line, created 0600')
+    .argument('<file>', 'the file to create (never overwritten)')
+    .action(withStore(async (d, c) => {
+        const m = await transferCmd()
+        return outcome(await m.exportStore(d, { file: arg(c) }), m.exportView)
+      }))
+  program
+    .command('import')
+    .description('load a file written by authctl export into an empty store (no users yet), all or nothing; either backend')
+    .argument('<file>', 'the export to load')
+    .action(
+      withBase(async (d, c) => {
+        const [m, { openStoreDeps }] = await Promise.all([transferCmd(), import('./deps.js')])
+        // an LMDB data directory that does not exist yet is an empty store
+        return outcome(await m.importStore(d, { file: arg(c) }, () => openStoreDeps(d, { create: true })), m.importView)
+      }),
+    )
 
   program
     .command('version')
