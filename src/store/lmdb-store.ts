@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type MfaStepDecision, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { hashParamsKey, settleKeys, StoreError, type KeyRecord, type LimitClear, type MfaStepDecision, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord, type MeRecord, type SessionCursor, type LimitClearTarget, type AuditAnchor, type AuditEvent, type ExportRecord } from './store.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 
 /**
@@ -23,14 +23,7 @@ type Key = string | (string | number)[]
 const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
 type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number, sealed: 0 | 1]
 
-export class StoreError extends Error {
-  readonly code: string
-  constructor(code: string, message: string) {
-    super(message)
-    this.name = 'StoreError'
-    this.code = code
-  }
-}
+export { StoreError }
 
 /**
  * At most this many sessions end in one login's write: only a user far beyond the max (a store
@@ -138,6 +131,143 @@ function directoryProblem(err: unknown): string | undefined {
     default:
       return undefined
   }
+}
+
+/** TEMPORARY (helper A): the store's synchronous interface of before, which the object below still has */
+interface SyncStore {
+  /** the data directory */
+  readonly path: string
+
+  // users
+  getUser(id: string): UserRecord | undefined
+  getUserByEmail(canonicalEmail: string): UserRecord | undefined
+  listUsers(): UserRecord[]
+  /** inserts the user and its email index in one transaction; false if the email exists */
+  createUser(user: UserRecord): Promise<boolean>
+  /** applies `change` to the current record inside a transaction; undefined if gone */
+  updateUser(id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined>
+  /**
+   * updateUser, and in the same write transaction every session of the user except `keep` ends
+   * with its token entries (a password change: no other session outlives the old password).
+   * Resolves once durable, to the record now stored and how many sessions ended; undefined if
+   * the user is gone.
+   */
+  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string): Promise<{ user: UserRecord; ended: number } | undefined>
+  /** deletes the user, its email index entry and all its sessions */
+  deleteUser(id: string): Promise<boolean>
+  /**
+   * How many stored password hashes there are per parameter set (keys: hashParamsKey), counted in
+   * the transactions that create, re-hash and delete users, by any process. An unknown email's
+   * dummy verification follows these proportions (passwords.ts).
+   */
+  hashTally(): Readonly<Record<string, number>>
+
+  // sessions
+  getSession(id: string): SessionRecord | undefined
+  /**
+   * Sessions by id, in order (undefined for one that is gone), read plainly: for listings, which
+   * read each session once (getSession keeps decoded records for the reads /me repeats).
+   */
+  getSessions(ids: string[]): Array<SessionRecord | undefined>
+  listSessions(userId?: string): SessionRecord[]
+  countSessions(userId: string): number
+  /**
+   * One bounded page of the sessions index, in index order (by user, then session id), after
+   * `after`; of one user if `userId` is given. Walking a huge store page by page keeps memory and
+   * each synchronous stretch bounded.
+   */
+  sessionEntries(opts: { userId?: string; after?: SessionCursor; limit: number }): SessionEntry[]
+  /**
+   * Creates the session. With `limit`, in the same write transaction, the user's live sessions
+   * beyond `limit.max - 1` (the oldest last use first) are deleted with their token entries, so
+   * that with the new one the user has at most `limit.max`, however many logins race. Resolves
+   * to the sessions so ended. A bounded number end per call (a user far beyond the max, from a
+   * store of before it, comes down over several logins and the sweep).
+   */
+  createSession(session: SessionRecord, limit?: SessionLimit): Promise<SessionEntry[]>
+  /**
+   * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
+   * one of the token's family (`familyHash`: any token the session ever had), and lets
+   * `decide` choose, atomically with respect to every other writer, what happens to it.
+   */
+  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
+  /**
+   * Replaces a session's record with `change(current)`, inside a write transaction; `change` may
+   * answer undefined to leave it as it is. Not for rotation (refreshSession): the token entries
+   * stay as they are. Resolves to the record now stored, or undefined if there is none.
+   */
+  updateSession(id: string, change: (session: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined>
+  /**
+   * For each of `ids` that still exists, inside one write transaction: `change(current)` answers
+   * 'delete' (the session goes with its token entries), a replacement record, or undefined (left
+   * as it is). Resolves to how many were deleted. For the sweep: keep `ids` to a bounded chunk.
+   */
+  sweepSessions(ids: string[], change: (session: SessionRecord) => SessionRecord | 'delete' | undefined): Promise<number>
+  /** deletes one session and its refresh-token entries; false if it did not exist */
+  revokeSession(id: string): Promise<boolean>
+  /** deletes every session of a user; returns how many */
+  revokeUserSessions(userId: string): Promise<number>
+  revokeAllSessions(): Promise<number>
+  /** session id for a refresh-token hash, else for the token's family hash, if known */
+  findSessionIdByRefreshHash(tokenHash: string, familyHash?: string): string | undefined
+
+  // keys
+  listKeys(): KeyRecord[]
+  getKey(kid: string): KeyRecord | undefined
+  putKey(key: KeyRecord): Promise<void>
+  /**
+   * Adds `key`, atomically with what it changes. A `next` key (its `activatedAt` in the future)
+   * is published and signs from its `activatedAt`, unless no key signs now: then it is active at
+   * once. Any other key is active from `now`, and the key signing until then turns retiring. A
+   * key still `next` is replaced either way (it never signed: no token needs it). Returns the
+   * key as stored.
+   */
+  rotateKey(key: KeyRecord, now: number): Promise<KeyRecord>
+  /** creates `key` as the first active key unless some active key already exists */
+  ensureActiveKey(create: () => KeyRecord): Promise<KeyRecord>
+  deleteKey(kid: string): Promise<boolean>
+  /** a number that changes whenever the keys change, cheap to poll */
+  keysVersion(): number
+  /**
+   * A number that changes with every write to the store, by any process (it is bumped inside
+   * each write transaction). A reader that finds it unchanged since it read some records knows
+   * those records are as it read them. One cheap read, done once per turn of the event loop
+   * (the requests of one turn share lmdb's read snapshot anyway) and again after each write of
+   * this process: the daemon polls it on every /me.
+   */
+  changes(): number
+
+  // rate limits and device cookies
+  /**
+   * The key that signs device cookies: the one stored, else `create()`'s, stored in the same
+   * transaction (so two processes starting at once never make two).
+   */
+  ensureDeviceKey(create: () => string): Promise<string>
+  /** The key that signs mfaTokens (core/mfa-tokens.ts), made by `create()` once, like the device key. */
+  ensureMfaKey(create: () => string): Promise<string>
+  /** whether the mfaToken `id` (which expires at `expiresAt`) was used by a second step already */
+  mfaTokenUsed(id: string, expiresAt: number): boolean
+  /**
+   * The second step of a login, atomically with respect to every other writer: `decide` sees the
+   * user `userId` as stored and whether the mfaToken `token` was used already, and chooses. With
+   * `use`, the user is stored (its TOTP step or recovery codes moved on) and the token recorded as
+   * used, in one transaction: two second steps with one token, or one TOTP code, never both win.
+   * Records of tokens expired by `now` are dropped on the way.
+   */
+  finishMfaStep<T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>): Promise<T>
+  /** records a request to clear login limits (the newest few are kept); resolves to its seq */
+  addLimitClear(target: LimitClearTarget, at: number): Promise<number>
+  /** the kept requests with a seq above `after`, oldest first; one cheap read, fit to poll */
+  limitClearsAfter(after: number): LimitClear[]
+
+  // meta
+  schemaVersion(): number
+
+  /** waits until everything committed so far is on disk */
+  flushed(): Promise<void>
+  /** a consistent, compacted copy of the store into `file` */
+  backup(file: string): Promise<void>
+  close(): Promise<void>
 }
 
 export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
@@ -300,7 +430,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     return v
   }
 
-  const store: Store = {
+  const store: SyncStore = {
     path: opts.path,
 
     getUser: (id) => (tooLong(id) ? undefined : readUser(id)),
@@ -600,5 +730,88 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     close: () => root.close(),
   }
-  return store
+  // TEMPORARY (helper A): the synchronous store above behind the asynchronous seam, until the
+  // LMDB store is rewritten to it (helper E replaces this file).
+  const ok = <T>(f: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(f())
+    } catch (err) {
+      return Promise.reject(err)
+    }
+  }
+  const meRecord = (sid: string): MeRecord | undefined => {
+    const s = store.getSession(sid)
+    if (s === undefined) return undefined
+    const u = store.getUser(s.userId)
+    return {
+      userId: s.userId,
+      expiresAt: s.expiresAt,
+      lastUsedAt: s.lastUsedAt,
+      user: u === undefined ? undefined : { id: u.id, email: u.email, disabled: u.disabled, mfaEnabled: u.mfa !== undefined },
+    }
+  }
+  const notYet = (what: string): never => {
+    throw new StoreError('NOT_BUILT', `${what} is not built yet`)
+  }
+  return {
+    backend: 'lmdb',
+    location: opts.path,
+    getUser: (id) => ok(() => store.getUser(id)),
+    getUserByEmail: (email) => ok(() => store.getUserByEmail(email)),
+    listUsers: () => ok(() => store.listUsers()),
+    createUser: (user) => store.createUser(user),
+    updateUser: (id, change) => store.updateUser(id, change),
+    updateUserEndingSessions: (id, change, keep) => store.updateUserEndingSessions(id, change, keep),
+    deleteUser: (id) => store.deleteUser(id),
+    hashTally: () => ok(() => store.hashTally()),
+    getSession: (id) => ok(() => store.getSession(id)),
+    getSessions: (ids) => ok(() => store.getSessions(ids)),
+    listSessions: (userId) => ok(() => store.listSessions(userId)),
+    countSessions: (userId) => ok(() => store.countSessions(userId)),
+    sessionEntries: (o) => ok(() => store.sessionEntries(o)),
+    createSession: (s, limit) => store.createSession(s, limit),
+    refreshSession: (h, decide, family) => store.refreshSession(h, decide, family),
+    updateSession: (id, change) => store.updateSession(id, change),
+    sweepSessions: (ids, change) => store.sweepSessions(ids, change),
+    revokeSession: (id) => store.revokeSession(id),
+    revokeUserSessions: (userId) => store.revokeUserSessions(userId),
+    revokeAllSessions: () => store.revokeAllSessions(),
+    findSessionIdByRefreshHash: (h, family) => ok(() => store.findSessionIdByRefreshHash(h, family)),
+    listKeys: () => ok(() => store.listKeys()),
+    getKey: (kid) => ok(() => store.getKey(kid)),
+    putKey: (key) => store.putKey(key),
+    rotateKey: (key, now) => store.rotateKey(key, now),
+    ensureActiveKey: (create) => store.ensureActiveKey(create),
+    deleteKey: (kid) => store.deleteKey(kid),
+    keysVersion: () => ok(() => store.keysVersion()),
+    meRead: (sids, known, cached) =>
+      ok(() => {
+        const version = changes()
+        const records = new Map<string, MeRecord | undefined>()
+        for (const sid of sids) if (version !== known || !cached.has(sid)) records.set(sid, meRecord(sid))
+        return { version, keysVersion: store.keysVersion(), records }
+      }),
+    ensureDeviceKey: (create) => store.ensureDeviceKey(create),
+    ensureMfaKey: (create) => store.ensureMfaKey(create),
+    mfaTokenUsed: (id, expiresAt) => ok(() => store.mfaTokenUsed(id, expiresAt)),
+    finishMfaStep: (token, userId, now, decide) => store.finishMfaStep(token, userId, now, decide),
+    addLimitClear: (target, at) => store.addLimitClear(target, at),
+    limitClearsAfter: (after) => ok(() => store.limitClearsAfter(after)),
+    appendAudit: async () => {},
+    auditEvents: async () => [],
+    auditChain: () => ({
+      anchor: Promise.resolve<AuditAnchor>({ seq: 0, hash: '0'.repeat(64) }),
+      events: (async function* (): AsyncGenerator<AuditEvent> {})(),
+    }),
+    sweepAudit: async () => 0,
+    schemaVersion: () => ok(() => store.schemaVersion()),
+    ping: async () => {},
+    exportRecords: () => ({
+      [Symbol.asyncIterator]: (): AsyncIterator<ExportRecord> => notYet('export'),
+    }),
+    importRecords: async () => notYet('import'),
+    flushed: () => store.flushed(),
+    backup: (file) => store.backup(file),
+    close: () => store.close(),
+  } satisfies Store
 }

@@ -266,6 +266,16 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/** A store refused an operation for a known reason (`code`); `message` is a sentence for people. */
+export class StoreError extends Error {
+  readonly code: string
+  constructor(code: string, message: string) {
+    super(message)
+    this.name = 'StoreError'
+    this.code = code
+  }
+}
+
 export interface Store {
   /** which backend this is */
   readonly backend: StoreBackend
