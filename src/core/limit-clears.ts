@@ -18,18 +18,23 @@ export interface LimitClearWatch {
  * awaited), until stopped. Requests made before it started are not applied (a starting daemon
  * holds no limits anyway). One poll at a time: a slow store delays the next, never stacks them.
  */
-export async function watchLimitClears(opts: {
+export function watchLimitClears(opts: {
   store: Pick<Store, 'limitClearsAfter'>
-  apply: (target: LimitClearTarget) => Promise<void> | void
+  apply: (target: LimitClearTarget) => unknown
   onError: (err: unknown) => void
   intervalMs?: number
-}): Promise<LimitClearWatch> {
-  let seen = (await opts.store.limitClearsAfter(0)).at(-1)?.seq ?? 0
+}): LimitClearWatch {
+  // the newest request when the watch starts: only later ones are applied
+  let seen: number | undefined
   let polling = false
   const poll = async (): Promise<void> => {
     if (polling) return
     polling = true
     try {
+      if (seen === undefined) {
+        seen = (await opts.store.limitClearsAfter(0)).at(-1)?.seq ?? 0
+        return
+      }
       for (const c of await opts.store.limitClearsAfter(seen)) {
         seen = c.seq
         await opts.apply(c.target)
@@ -40,6 +45,7 @@ export async function watchLimitClears(opts: {
       polling = false
     }
   }
+  void poll()
   const timer = setInterval(() => void poll(), opts.intervalMs ?? LIMIT_CLEAR_POLL_MS).unref()
   return { stop: () => clearInterval(timer) }
 }

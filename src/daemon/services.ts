@@ -162,7 +162,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
   }, 10 * 60_000).unref()
   // authctl limits clear, from any process on this store
-  const limitClears = await watchLimitClears({
+  const limitClears = watchLimitClears({
     store,
     apply: async (target) => {
       const keys = await auth.clearLoginLimits(target)

@@ -3,7 +3,7 @@
  * file whole. Until then opening one fails with a sentence.
  */
 import type { RateLimiter } from '../../core/rate-limiter.js'
-import { StoreError, type Store } from '../store.js'
+import { StoreError, type Store, type StoreErrorCode } from '../store.js'
 
 export interface PgStoreOptions {
   url: string
@@ -13,5 +13,5 @@ export interface PgStoreOptions {
 }
 
 export async function openPgStore(_opts: PgStoreOptions): Promise<{ store: Store; limiter: RateLimiter }> {
-  throw new StoreError('NOT_BUILT', 'this build of authd has no PostgreSQL store yet (store.backend = "postgres")')
+  throw new StoreError('NOT_BUILT' as StoreErrorCode, 'this build of authd has no PostgreSQL store yet (store.backend = "postgres")')
 }
