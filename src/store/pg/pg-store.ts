@@ -10,7 +10,7 @@
  * Row locks are taken in one order, to keep deadlocks out: a user's advisory lock, the user, its
  * sessions (by id), the hash tally, the audit head last (held only from the append to the commit).
  */
-import { StoreError } from '../lmdb-store.js'
+import { StoreError } from '../store.js'
 import {
   hashParamsKey,
   settleKeys,

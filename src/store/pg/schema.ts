@@ -8,7 +8,7 @@
  * are kept whole as JSON beside the columns that find, order and join them; identifiers sort
  * by code unit (COLLATE "C"), whatever the database's locale.
  */
-import { StoreError } from '../lmdb-store.js'
+import { StoreError } from '../store.js'
 import type { Db, Sql } from './db.js'
 
 /** the advisory lock (key pair) under which the schema is created or upgraded */

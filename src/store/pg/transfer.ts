@@ -3,9 +3,8 @@
  * records of the Store's own shapes, so an export of either backend loads into the other and
  * the tokens issued before keep working.
  */
-import { StoreError } from '../lmdb-store.js'
-import { GENESIS } from '../audit-chain.js'
-import { hashParamsKey, settleKeys, type AuditAnchor, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { earlierTokenHashes, readImport } from '../import-records.js'
+import { hashParamsKey, settleKeys, StoreError, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
 import type { Db, Sql } from './db.js'
 
 /** rows per statement, both ways */
@@ -65,124 +64,60 @@ async function* pages<R extends Record<string, unknown>>(conn: Sql, table: strin
   }
 }
 
-/** the line of the first record of a batch that was not inserted (its id or another unique value was taken) */
-function firstTaken(batch: Array<[number, { id: string }]>, inserted: Set<string>): number {
-  const seen = new Set<string>()
-  for (const [line, r] of batch) {
-    if (!inserted.has(r.id) || seen.has(r.id)) return line
-    seen.add(r.id)
-  }
-  return batch[0]![0]
-}
-
-const bad = (line: number, why: string): StoreError => new StoreError('BAD_EXPORT', `line ${line}: ${why}`)
-
-const isString = (v: unknown): v is string => typeof v === 'string'
-const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
-const KEY_STATES = new Set(['next', 'active', 'retiring', 'retired'])
-
-/** why a record cannot be taken, or undefined */
-function problemOf(r: ExportRecord): string | undefined {
-  switch (r.type) {
-    case 'meta':
-      return r.format === 1 ? undefined : `an export of format ${JSON.stringify(r.format)} (this version reads format 1)`
-    case 'user': {
-      const u = r.user as unknown as Record<string, unknown>
-      return isObject(u) && isString(u.id) && u.id !== '' && isString(u.email) && u.email !== '' && isString(u.passwordHash) && isNumber(u.createdAt) && typeof u.disabled === 'boolean'
-        ? undefined
-        : 'not a user record'
-    }
-    case 'session': {
-      const s = r.session as unknown as Record<string, unknown>
-      return isObject(s) && isString(s.id) && isString(s.userId) && isString(s.refreshHash) && isNumber(s.createdAt) && isNumber(s.lastUsedAt) && isNumber(s.expiresAt) && isNumber(s.generation)
-        ? undefined
-        : 'not a session record'
-    }
-    case 'key': {
-      const k = r.key as unknown as Record<string, unknown>
-      return isObject(k) && isString(k.kid) && KEY_STATES.has(k.state as string) && isString(k.privateKeyPem) && isString(k.publicKeyPem) && isString(k.alg) ? undefined : 'not a key record'
-    }
-    case 'secret':
-      return (r.name === 'device_key' || r.name === 'mfa_key') && isString(r.value) ? undefined : 'not a secret record'
-    case 'audit_anchor':
-      return isObject(r.anchor) && isNumber(r.anchor.seq) && isString(r.anchor.hash) ? undefined : 'not an audit anchor'
-    case 'audit': {
-      const e = r.event as unknown as Record<string, unknown>
-      return isObject(e) && isNumber(e.seq) && isString(e.time) && !Number.isNaN(Date.parse(e.time)) && isString(e.event) && isString(e.hash) && isObject(e.detail)
-        ? undefined
-        : 'not an audit event'
-    }
-    default:
-      return `an unknown record type ${JSON.stringify((r as { type?: unknown }).type)}`
-  }
-}
-
 /**
- * The refresh-token hashes of an imported session to index, with their generations: the live
- * token, the ones replaced within the grace (each consecutive, the last one `previousHash`), and
- * the family (-1), through which any older token is still recognised.
+ * The token hashes an imported session is found by, with their generations: the live token's,
+ * those replaced within the grace, and the family's (-1), through which any older one is known.
  */
 function tokensOf(s: SessionRecord): Array<[string, number]> {
-  const tokens = new Map<string, number>([[s.refreshHash, s.generation]])
-  const rotations = s.rotations ?? []
-  rotations.forEach((r, i) => {
-    if (!tokens.has(r.hash)) tokens.set(r.hash, Math.max(0, s.generation - (rotations.length - i)))
-  })
-  if (s.previousHash !== null && s.previousHash !== undefined && !tokens.has(s.previousHash)) tokens.set(s.previousHash, Math.max(0, s.generation - 1))
-  if (s.familyHash !== undefined && !tokens.has(s.familyHash)) tokens.set(s.familyHash, -1)
-  return [...tokens]
+  const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
+  earlierTokenHashes(s).forEach((h, i) => tokens.push([h, s.generation - 1 - i]))
+  if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
+  return tokens
+}
+
+/** `rows` in slices of BATCH */
+function* slices<T>(rows: readonly T[]): Generator<T[]> {
+  for (let i = 0; i < rows.length; i += BATCH) yield rows.slice(i, i + BATCH)
 }
 
 /**
- * Loads an export into a store without users, in one transaction: all or nothing. The keys,
- * secrets, sessions and audit log a store without users may hold (a daemon started on it
- * before made its key and secrets) are replaced by the export's, so that what was issued under
+ * Loads an export into a store without users, in one transaction: all or nothing. The export is
+ * read and checked whole first (store/import-records.ts). What a store without users may hold (a
+ * daemon started on it made its key and secrets, logged failed logins) is replaced by the
+ * export's, so the keys, sessions and audit log are the export's alone, and what was issued under
  * the exported store keeps working.
  */
 export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }> {
+  const notEmpty = (): StoreError => new StoreError('NOT_EMPTY', 'the database already has users: import only into a new, empty store')
+  // refused before the export is read, and again inside the transaction (a user added meanwhile)
+  if ((await db.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
+  const set = await readImport(records)
   const conn = await db.lease()
   let failed: unknown
   try {
     await conn.query('BEGIN')
     // no user can be created meanwhile, and a second import waits for this one
     await conn.query('LOCK TABLE authd_users IN SHARE ROW EXCLUSIVE MODE')
-    if ((await conn.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw new StoreError('NOT_EMPTY', 'the store already has users: import loads into an empty store only')
+    if ((await conn.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
     await conn.query(`SELECT n FROM authd_counters WHERE name = 'keys_version' FOR UPDATE`)
     await conn.query(`SELECT seq FROM authd_audit_head FOR UPDATE`)
-    await conn.query(`DELETE FROM authd_sessions`)
-    await conn.query(`DELETE FROM authd_keys`)
-    await conn.query(`DELETE FROM authd_audit`)
-    await conn.query(`DELETE FROM authd_hash_tally`)
+    for (const table of ['authd_sessions', 'authd_keys', 'authd_mfa_used', 'authd_audit', 'authd_hash_tally']) await conn.query(`DELETE FROM ${table}`)
 
-    const counts = { users: 0, sessions: 0, keys: 0 }
-    const keys: KeyRecord[] = []
-    const tally = new Map<string, number>()
-    let users: Array<[number, UserRecord]> = []
-    let sessions: Array<[number, SessionRecord]> = []
-    let events: AuditEvent[] = []
-    let anchor: AuditAnchor = GENESIS
-    let last: AuditAnchor | undefined
-    let line = 0
-
-    const flushUsers = async (): Promise<void> => {
-      if (users.length === 0) return
-      const rows = await conn.query<{ id: string }>(
+    for (const batch of slices(set.users)) {
+      await conn.query(
         `INSERT INTO authd_users (id, email, disabled, mfa_enabled, record)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::boolean[], $5::json[])
-         ON CONFLICT DO NOTHING RETURNING id`,
-        [users.map(([, u]) => u.id), users.map(([, u]) => u.email), users.map(([, u]) => u.disabled), users.map(([, u]) => u.mfa !== undefined), users.map(([, u]) => JSON.stringify(u))],
+         SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::boolean[], $5::json[])`,
+        [batch.map((u) => u.id), batch.map((u) => u.email), batch.map((u) => u.disabled), batch.map((u) => u.mfa !== undefined), batch.map((u) => JSON.stringify(u))],
       )
-      if (rows.length < users.length) throw bad(firstTaken(users, new Set(rows.map((r) => r.id))), 'a user whose id or email an earlier record has')
-      users = []
     }
-    const flushSessions = async (): Promise<void> => {
-      if (sessions.length === 0) return
-      const batch = sessions.map(([, s]) => s)
-      const rows = await conn.query<{ id: string }>(
+    const tally = new Map<string, number>()
+    for (const u of set.users) tally.set(hashParamsKey(u.passwordHash), (tally.get(hashParamsKey(u.passwordHash)) ?? 0) + 1)
+    await conn.query(`INSERT INTO authd_hash_tally (params, n) SELECT * FROM unnest($1::text[], $2::bigint[])`, [[...tally.keys()], [...tally.values()]])
+
+    for (const batch of slices(set.sessions)) {
+      await conn.query(
         `INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::boolean[], $7::json[])
-         ON CONFLICT DO NOTHING RETURNING id`,
+         SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::boolean[], $7::json[])`,
         [
           batch.map((s) => s.id),
           batch.map((s) => s.userId),
@@ -193,84 +128,37 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Pr
           batch.map((s) => JSON.stringify(s)),
         ],
       )
-      if (rows.length < batch.length) throw bad(firstTaken(sessions, new Set(rows.map((r) => r.id))), 'a session whose id an earlier record has')
-      // a hash twice in one statement cannot be upserted: the last session naming it keeps it
-      const tokens = [...new Map(batch.flatMap((s) => tokensOf(s).map(([hash, generation]) => [hash, { hash, generation, id: s.id }] as const))).values()]
+      const tokens = batch.flatMap((s) => tokensOf(s).map(([hash, generation]) => [hash, s.id, generation] as const))
       await conn.query(
-        `INSERT INTO authd_session_tokens (hash, session_id, generation)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])
-         ON CONFLICT (hash) DO UPDATE SET session_id = EXCLUDED.session_id, generation = EXCLUDED.generation`,
-        [tokens.map((t) => t.hash), tokens.map((t) => t.id), tokens.map((t) => t.generation)],
+        `INSERT INTO authd_session_tokens (hash, session_id, generation) SELECT * FROM unnest($1::text[], $2::text[], $3::integer[])`,
+        [tokens.map((t) => t[0]), tokens.map((t) => t[1]), tokens.map((t) => t[2])],
       )
-      sessions = []
-    }
-    const flushEvents = async (): Promise<void> => {
-      if (events.length === 0) return
-      await conn.query(
-        `INSERT INTO authd_audit (seq, at, event, user_id, body)
-         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[])`,
-        [events.map((e) => e.seq), events.map((e) => Date.parse(e.time)), events.map((e) => e.event), events.map((e) => e.userId ?? null), events.map((e) => JSON.stringify(e))],
-      )
-      events = []
     }
 
-    for await (const r of records) {
-      line++
-      const problem = isObject(r) ? problemOf(r) : 'not a record'
-      if (problem !== undefined) throw bad(line, problem)
-      if (line === 1 && r.type !== 'meta') throw bad(line, 'the first record is not the export\'s meta record')
-      switch (r.type) {
-        case 'user':
-          users.push([line, r.user])
-          tally.set(hashParamsKey(r.user.passwordHash), (tally.get(hashParamsKey(r.user.passwordHash)) ?? 0) + 1)
-          counts.users++
-          if (users.length >= BATCH) await flushUsers()
-          break
-        case 'session':
-          sessions.push([line, r.session])
-          counts.sessions++
-          if (sessions.length >= BATCH) await flushSessions()
-          break
-        case 'key':
-          keys.push(r.key)
-          counts.keys++
-          break
-        case 'secret':
-          await conn.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [r.name, r.value])
-          break
-        case 'audit_anchor':
-          anchor = r.anchor
-          break
-        case 'audit':
-          if (r.event.seq !== (last ?? anchor).seq + 1) throw bad(line, `audit event ${r.event.seq} does not follow event ${(last ?? anchor).seq}`)
-          last = { seq: r.event.seq, hash: r.event.hash }
-          events.push(r.event)
-          if (events.length >= BATCH) await flushEvents()
-          break
-      }
-    }
-    if (line === 0) throw bad(1, 'an empty export')
-    await flushUsers()
-    await flushSessions()
-    await flushEvents()
-
-    // a store of before one key per state could hold two stored active: the one that signs stays so
-    const actives = keys.filter((k) => k.state === 'active')
-    const settled = actives.length > 1 ? new Map(settleKeys(actives, Date.now()).map((k) => [k.kid, k])) : new Map<string, KeyRecord>()
-    const stored = keys.map((k) => settled.get(k.kid) ?? k)
-    for (const k of [...stored.filter((k) => k.state !== 'active'), ...stored.filter((k) => k.state === 'active')]) {
-      await conn.query(
-        `INSERT INTO authd_keys (kid, state, record) VALUES ($1, $2, $3) ON CONFLICT (kid) DO UPDATE SET state = EXCLUDED.state, record = EXCLUDED.record`,
-        [k.kid, k.state, JSON.stringify(k)],
-      )
+    // a store of before one stored active key could hold two: the one that signs stays active
+    const actives = set.keys.filter((k) => k.state === 'active')
+    const settled = new Map(actives.length > 1 ? settleKeys(actives, Date.now()).map((k) => [k.kid, k]) : [])
+    const keys = set.keys.map((k) => settled.get(k.kid) ?? k)
+    for (const k of [...keys.filter((k) => k.state !== 'active'), ...keys.filter((k) => k.state === 'active')]) {
+      await conn.query(`INSERT INTO authd_keys (kid, state, record) VALUES ($1, $2, $3)`, [k.kid, k.state, JSON.stringify(k)])
     }
     await conn.query(`UPDATE authd_counters SET n = n + 1 WHERE name = 'keys_version'`)
-    const tallied = [...tally].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    await conn.query(`INSERT INTO authd_hash_tally (params, n) SELECT * FROM unnest($1::text[], $2::bigint[])`, [tallied.map(([k]) => k), tallied.map(([, n]) => n)])
-    const head = last ?? anchor
-    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [head.seq, head.hash, anchor.seq, anchor.hash])
+
+    for (const [name, value] of Object.entries(set.secrets)) {
+      await conn.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [name, value])
+    }
+
+    // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+    for (const batch of slices(set.events)) {
+      await conn.query(
+        `INSERT INTO authd_audit (seq, at, event, user_id, body) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[])`,
+        [batch.map((e) => e.seq), batch.map((e) => Date.parse(e.time)), batch.map((e) => e.event), batch.map((e) => e.userId), batch.map((e) => JSON.stringify(e))],
+      )
+    }
+    const head = set.events.at(-1) ?? set.anchor
+    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [head.seq, head.hash, set.anchor.seq, set.anchor.hash])
     await conn.query('COMMIT')
-    return counts
+    return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
   } catch (err) {
     failed = err
     throw err
