@@ -17,6 +17,7 @@
 import { spawn } from 'node:child_process'
 import { createWriteStream, mkdirSync } from 'node:fs'
 import { Parser } from 'tap-parser'
+import { findPgBin } from './helpers/pg-server.mjs'
 
 export const SLOW = [
   'test/stress-small/**',
@@ -109,6 +110,12 @@ if (failures.length) {
 
 const shown = extra.filter((l) => l.trim() !== '')
 if (shown.length) console.log(`${failures.length ? '\n' : ''}${shown.join('').trimEnd()}`)
+
+// the PostgreSQL tests skip without the server binaries (test/helpers/pg.ts): one line says so
+const pgBin = findPgBin()
+if ('missing' in pgBin) {
+  console.log(process.env.AUTHD_REQUIRE_POSTGRES === '1' ? `${pgBin.missing.replace('tests skip', 'tests fail under AUTHD_REQUIRE_POSTGRES=1')}.` : `${pgBin.missing}.`)
+}
 
 let pass = totals?.pass ?? 0
 let fail = totals?.fail ?? 0

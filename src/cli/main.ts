@@ -13,11 +13,14 @@ import { protectDashedIds } from './argv.js'
 import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
 import { version } from '../version.js'
+import { auditEventsHelp } from '../core/audit-events.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
 const keysCmd = () => import('./commands/keys.js')
 const sessionsCmd = () => import('./commands/sessions.js')
+const auditCmd = () => import('./commands/audit.js')
+const transferCmd = () => import('./commands/transfer.js')
 
 /** What a command produced: its data, how to show it, and a failure sentence if it did not pass. */
 interface Outcome {
@@ -224,6 +227,32 @@ export async function main(io: CliIo): Promise<number> {
         return outcome(await m.limitsClear(d, { target: arg(c) }), m.limitsClearView)
       }))
 
+  // audit
+  const audit = program.command('audit').description('read the audit log and check its chain')
+  audit
+    .command('list')
+    .description('audit events, newest first (default 50): seq, time, event, user; then actor, ip, detail, session, user agent')
+    .option('--user <email|id>', 'only this user’s events (an email no user has now: the events carrying it)')
+    .option('--event <name>', 'only events of this name')
+    .option('--since <duration|time>', 'only events since a duration ago (30m, 12h, 7d) or an ISO 8601 time (UTC unless it says)')
+    .option('--limit <n>', 'at most this many events (1 to 10000, default 50)')
+    .addHelpText('after', () => auditEventsHelp())
+    .action(
+      withStore(async (d, c) => {
+        const m = await auditCmd()
+        const doc = await m.auditList(d, { user: opt(c, 'user'), event: opt(c, 'event'), since: opt(c, 'since'), limit: opt(c, 'limit') })
+        return { data: m.auditListJson(doc), view: m.auditListView(doc), failure: null }
+      }),
+    )
+  audit
+    .command('verify')
+    .description('recompute the audit log’s chain: exit 0 if intact, 1 and the first broken event if not')
+    .action(withStore(async (d) => {
+        const m = await auditCmd()
+        const finding = await m.auditVerify(d)
+        return outcome(finding, m.auditVerifyView, m.auditVerifyFailure(finding))
+      }))
+
   program
     .command('smoke')
     .description('against a running daemon: login → me → refresh → me → logout → refresh (must fail); exit 0 only if every step passes')
@@ -247,6 +276,26 @@ export async function main(io: CliIo): Promise<number> {
         const m = await import('./commands/backup.js')
         return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
       }))
+
+  program
+    .command('export')
+    .description('write the whole store (users with their password hashes, sessions, keys, second factors, the audit log) to <file>: UTF-8 JSON, one record per line, created 0600')
+    .argument('<file>', 'the file to create (never overwritten)')
+    .action(withStore(async (d, c) => {
+        const m = await transferCmd()
+        return outcome(await m.exportStore(d, { file: arg(c) }), m.exportView)
+      }))
+  program
+    .command('import')
+    .description('load a file written by authctl export into an empty store (no users yet), all or nothing; either backend')
+    .argument('<file>', 'the export to load')
+    .action(
+      withBase(async (d, c) => {
+        const [m, { openStoreDeps }] = await Promise.all([transferCmd(), import('./deps.js')])
+        // an LMDB data directory that does not exist yet is an empty store
+        return outcome(await m.importStore(d, { file: arg(c) }, () => openStoreDeps(d, { create: true })), m.importView)
+      }),
+    )
 
   program
     .command('version')

@@ -52,6 +52,8 @@ export interface ServiceOptions {
   hashMaxQueue?: number
   /** how long rate-limit refusals of one address are counted before their line (default 10 s) */
   refusalLogPeriodMs?: number
+  /** how often audit events past audit.retention are removed (default 10 min) */
+  auditSweepMs?: number
 }
 
 /**
@@ -116,6 +118,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const sweepTimer = setInterval(() => {
     sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
   }, 10 * 60_000).unref()
+  // audit events older than audit.retention; the last removed one's hash stays as the chain's anchor
+  const auditRetentionMs = (config as { audit?: { retentionMs?: number } }).audit?.retentionMs ?? 90 * 86_400_000
+  const auditTimer = setInterval(() => {
+    store.sweepAudit(now() - auditRetentionMs).catch((err: unknown) => log.error({ err }, 'audit sweep failed'))
+  }, opts.auditSweepMs ?? 10 * 60_000).unref()
   // authctl limits clear, from any process on this store
   const limitClears = watchLimitClears({
     store,
@@ -145,6 +152,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
         ready = false
         clearInterval(pruneTimer)
         clearInterval(sweepTimer)
+        clearInterval(auditTimer)
         clearInterval(evictionTimer)
         limitClears.stop()
         refusals.close()

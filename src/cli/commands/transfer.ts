@@ -1,0 +1,111 @@
+/**
+ * authctl export / authctl import: a portable copy of the whole store, either backend (README,
+ * "Export and import"), through the Store interface only. Compute only, no printing.
+ */
+import { dirname, resolve } from 'node:path'
+import { adminDraft } from '../../core/audit.js'
+import type { BaseDeps, StoreDeps } from '../deps.js'
+import { FailedError } from '../errors.js'
+import { ExportFileError, readExportFile, writeExportFile } from '../export-file.js'
+import type { View } from '../output.js'
+
+export interface ExportDoc {
+  /** absolute path of the file written */
+  file: string
+  backend: string
+  users: number
+  sessions: number
+  keys: number
+  auditEvents: number
+  bytes: number
+}
+
+export async function exportStore(deps: StoreDeps, args: { file: string }): Promise<ExportDoc> {
+  const file = resolve(deps.cwd, args.file)
+  let written: Awaited<ReturnType<typeof writeExportFile>>
+  try {
+    written = await writeExportFile(file, deps.store.exportRecords())
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new FailedError(`Directory ${dirname(file)} does not exist.`)
+    throw fileError(err, file) ?? err
+  }
+  const n = (type: string): number => written.counts[type] ?? 0
+  return { file, backend: deps.store.backend, users: n('user'), sessions: n('session'), keys: n('key'), auditEvents: n('audit'), bytes: written.bytes }
+}
+
+export const exportView = (d: ExportDoc): View => ({
+  lines: [
+    `Exported the store to ${d.file}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys, ${d.auditEvents} audit events (${d.bytes} bytes).`,
+    'It holds password hashes, private keys and second-factor secrets: keep it as private as the store.',
+  ],
+})
+
+export interface ImportDoc {
+  /** absolute path of the file read */
+  file: string
+  /** where it went: the data directory, or the database URL with its password hidden */
+  store: string
+  users: number
+  sessions: number
+  keys: number
+}
+
+/**
+ * Reads `file` once through to check it is a whole export (every line a record, the end line
+ * last) before the store is opened, so a file that is none creates nothing; then loads it, all
+ * or nothing, into the store `open` gives (which must have no users), and records `admin.import`.
+ */
+export async function importStore(
+  base: BaseDeps,
+  args: { file: string },
+  open: () => Promise<StoreDeps & { close(): Promise<void> }>,
+): Promise<ImportDoc> {
+  const file = resolve(base.cwd, args.file)
+  const refuse = (why: string): FailedError => new FailedError(`Cannot import ${file}: ${why}; nothing was written.`)
+  try {
+    for await (const _ of readExportFile(file));
+  } catch (err) {
+    if (err instanceof ExportFileError) throw refuse(err.message)
+    throw fileError(err, file) ?? err
+  }
+  const deps = await open()
+  try {
+    let counts: { users: number; sessions: number; keys: number }
+    try {
+      counts = await deps.store.importRecords(readExportFile(file))
+    } catch (err) {
+      const code = (err as { code?: unknown }).code
+      if (err instanceof ExportFileError) throw refuse(`${err.message} (it changed while being read)`)
+      if (code === 'NOT_EMPTY') throw refuse(`the store at ${deps.store.location} already has users (import only into a new, empty store)`)
+      if (code === 'BAD_EXPORT') throw refuse((err as Error).message)
+      throw fileError(err, file) ?? err
+    }
+    await deps.store.appendAudit([adminDraft('admin.import', { at: deps.now(), detail: { ...counts } })])
+    return { file, store: deps.store.location, ...counts }
+  } finally {
+    await deps.close()
+  }
+}
+
+export const importView = (d: ImportDoc): View => ({
+  lines: [`Imported ${d.file} into ${d.store}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys.`],
+})
+
+/** a filesystem error about `file` as a sentence, or undefined for any other error */
+function fileError(err: unknown, file: string): FailedError | undefined {
+  switch ((err as NodeJS.ErrnoException).code) {
+    case 'EEXIST':
+      return new FailedError(`${file} already exists: an export never overwrites a file, choose a new name.`)
+    case 'ENOENT':
+      return new FailedError(`No file ${file}.`)
+    case 'EACCES':
+    case 'EPERM':
+      return new FailedError(`Permission denied: ${file}.`)
+    case 'EISDIR':
+      return new FailedError(`${file} is a directory.`)
+    case 'ENOSPC':
+      return new FailedError(`No space left on the device for ${file}: nothing was exported.`)
+    default:
+      return undefined
+  }
+}

@@ -1,0 +1,198 @@
+/**
+ * authctl export / import (README, "Export and import") with the real authctl and authd (built
+ * dist/) on real LMDB data directories: a store moved through an export keeps every record, and
+ * the refresh cookies and access tokens issued before keep working on a daemon started on it.
+ */
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { userInfo } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
+import { ctlFor, PASSWORD } from './run.js'
+
+const COOKIE = '__Host-authd_rt'
+
+interface Signed {
+  jar: CookieJar
+  accessToken: string
+}
+
+function signed(res: Reply): Signed {
+  if (res.status !== 200 && res.status !== 201) throw new Error(`sign-in failed: ${res.status} ${res.text}`)
+  const jar = new CookieJar(COOKIE)
+  jar.take(res)
+  return { jar, accessToken: res.body.data.accessToken }
+}
+
+/** the file's records, without what differs between two exports of the same store */
+function recordsOf(file: string): Array<Record<string, unknown>> {
+  return readFileSync(file, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((r) => r.type !== 'meta' && r.type !== 'end')
+}
+
+/** a store with users (one disabled), sessions and a rotated key, made through authd and authctl */
+async function populated(t: Test, dir: string) {
+  const daemon = await spawnDaemon(t, dir)
+  const ann = signed(await call(daemon.url, 'POST', '/api/auth/register', { json: { email: 'ann@example.com', password: PASSWORD } }))
+  const bob = signed(await call(daemon.url, 'POST', '/api/auth/register', { json: { email: 'bob@example.com', password: PASSWORD } }))
+  signed(await call(daemon.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } }))
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'cat@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  t.equal((await ctl(['user', 'disable', 'cat@example.com'])).code, 0)
+  t.equal((await ctl(['keys', 'rotate', '--now'])).code, 0)
+  return { daemon, ann, bob }
+}
+
+t.test('export, then import into a new data directory: the same store, and tokens issued before keep working', async (t) => {
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const { daemon, ann, bob } = await populated(t, src)
+  const before = ctlFor(src)
+  const file = join(base, 'authd.export')
+  const exported = await before(['export', file, '--json'])
+  t.equal(exported.code, 0, exported.stderr)
+  t.equal(exported.stderr, '')
+  const doc = exported.json()
+  t.match(doc, { file, backend: 'lmdb', users: 3, sessions: 3, keys: 2, bytes: statSync(file).size })
+  t.ok(doc.auditEvents > 0, 'the audit log is in it')
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only: it holds hashes and private keys')
+  await daemon.stop()
+
+  // into a data directory that does not exist yet
+  const dst = join(base, 'dst')
+  const after = ctlFor(dst)
+  const imported = await after(['import', file, '--json'])
+  t.equal(imported.code, 0, imported.stderr)
+  t.same(imported.json(), { file, store: dst, users: 3, sessions: 3, keys: 2 })
+
+  for (const args of [['user', 'list'], ['sessions', 'list'], ['keys', 'list']]) {
+    const a = (await before([...args, '--json'])).json()
+    const b = (await after([...args, '--json'])).json()
+    t.same(b, a, `${args.join(' ')}: the same`)
+  }
+  // the whole store, record for record: exported again, the same file but the import's own event
+  const again = join(base, 'again.export')
+  t.equal((await after(['export', again])).code, 0)
+  const original = recordsOf(file)
+  const copy = recordsOf(again)
+  t.same(copy.slice(0, -1), original, 'every record as it was exported')
+  t.match(copy.at(-1), { type: 'audit', event: { event: 'admin.import', actor: `authctl:${userInfo().username}`, detail: { users: 3, sessions: 3, keys: 2 } } })
+
+  const verify = await after(['audit', 'verify', '--json'])
+  t.same(verify.json(), { ok: true, events: copy.filter((r) => r.type === 'audit').length }, 'the imported chain and the import event verify')
+
+  const moved = await spawnDaemon(t, dst)
+  for (const [name, s] of [['ann', ann], ['bob', bob]] as const) {
+    const me = await call(moved.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
+    t.equal(me.status, 200, `${name}'s access token from before the export verifies`)
+    const refreshed = await call(moved.url, 'POST', '/api/auth/refresh', { headers: s.jar.header() })
+    t.equal(refreshed.status, 200, `${name}'s refresh cookie from before the export refreshes`)
+  }
+  const cat = await call(moved.url, 'POST', '/api/auth/login', { json: { email: 'cat@example.com', password: PASSWORD } })
+  t.equal(cat.status, 403, 'a disabled user stays disabled')
+  const annAgain = await call(moved.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  t.equal(annAgain.status, 200, 'the password hashes came along')
+})
+
+t.test('export never writes over an existing file', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const existing = join(dir, 'existing.export')
+  writeFileSync(existing, 'an older export', { mode: 0o644 })
+  const r = await ctl(['export', existing])
+  t.equal(r.code, 1)
+  t.equal(r.stdout, '')
+  t.equal(r.stderr, `authctl: ${existing} already exists: an export never overwrites a file, choose a new name.\n`)
+  t.equal(readFileSync(existing, 'utf8'), 'an older export', 'untouched')
+  t.equal(statSync(existing).mode & 0o777, 0o644)
+
+  const missing = await ctl(['export', join(dir, 'no', 'such', 'x.export')])
+  t.equal(missing.code, 1)
+  t.equal(missing.stderr, `authctl: Directory ${join(dir, 'no', 'such')} does not exist.\n`)
+  const relative = await ctl(['export', 'relative.export'])
+  t.equal(relative.code, 0, 'a relative name is taken from the working directory')
+  t.match(relative.stdout, `Exported the store to ${join(dir, 'relative.export')}: 1 users, 0 sessions, `)
+  t.equal((await ctl(['export'])).code, 2, 'the file is required')
+})
+
+t.test('import refuses a store that already has users, and writes nothing', async (t) => {
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const ctlSrc = ctlFor(src)
+  t.equal((await ctlSrc(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const file = join(base, 'authd.export')
+  t.equal((await ctlSrc(['export', file])).code, 0)
+  const dst = join(base, 'dst')
+  const ctl = ctlFor(dst)
+  t.equal((await ctl(['user', 'add', 'zed@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const auditBefore = (await ctl(['audit', 'list', '--json'])).json()
+  const r = await ctl(['import', file])
+  t.equal(r.code, 1)
+  t.equal(r.stdout, '')
+  t.equal(r.stderr, `authctl: Cannot import ${file}: the store at ${dst} already has users (import only into a new, empty store); nothing was written.\n`)
+  t.same((await ctl(['user', 'list', '--json'])).json().users.map((u: { email: string }) => u.email), ['zed@example.com'])
+  t.same((await ctl(['audit', 'list', '--json'])).json(), auditBefore, 'no event either')
+})
+
+t.test('import refuses a damaged or truncated file, naming the line, and creates nothing', async (t) => {
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const ctlSrc = ctlFor(src)
+  for (const email of ['ann@example.com', 'bob@example.com']) {
+    t.equal((await ctlSrc(['user', 'add', email, '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  }
+  const file = join(base, 'authd.export')
+  t.equal((await ctlSrc(['export', file])).code, 0)
+  const lines = readFileSync(file, 'utf8').split('\n')
+  const dst = join(base, 'dst')
+  const ctl = ctlFor(dst)
+
+  const garbled = join(base, 'garbled.export')
+  writeFileSync(garbled, [...lines.slice(0, 2), lines[2]!.slice(0, 20) + '#' + lines[2]!.slice(21), ...lines.slice(3)].join('\n'))
+  const g = await ctl(['import', garbled])
+  t.equal(g.code, 1)
+  t.equal(g.stderr, `authctl: Cannot import ${garbled}: line 3 is not a JSON record: the file is damaged or was cut short; nothing was written.\n`)
+
+  const cut = join(base, 'cut.export')
+  writeFileSync(cut, readFileSync(file).subarray(0, Buffer.byteLength(lines.slice(0, 3).join('\n')) - 7))
+  const c = await ctl(['import', cut])
+  t.equal(c.code, 1)
+  t.equal(c.stderr, `authctl: Cannot import ${cut}: line 3 is not a JSON record: the file is damaged or was cut short; nothing was written.\n`)
+
+  const atBreak = join(base, 'at-break.export')
+  writeFileSync(atBreak, lines.slice(0, 3).join('\n') + '\n')
+  const b = await ctl(['import', atBreak])
+  t.equal(b.code, 1)
+  t.equal(b.stderr, `authctl: Cannot import ${atBreak}: line 3 is the last, and it is not the end line: the file was cut short; nothing was written.\n`)
+
+  // a record the store cannot take: the store names its line
+  const bad = join(base, 'bad.export')
+  const user = JSON.parse(lines[1]!)
+  delete user.user.passwordHash
+  writeFileSync(bad, [lines[0], JSON.stringify(user), ...lines.slice(2)].join('\n'))
+  const s = await ctl(['import', bad])
+  t.equal(s.code, 1)
+  t.match(s.stderr, new RegExp(`^authctl: Cannot import ${bad}: line 2 of the export: .*passwordHash.*; nothing was written\\.\\n$`))
+  t.same((await ctl(['user', 'list', '--json'])).json().users, [], 'nothing was imported')
+
+  const none = await ctlFor(join(base, 'other'))(['import', join(base, 'no-such.export')])
+  t.equal(none.code, 1)
+  t.equal(none.stderr, `authctl: No file ${join(base, 'no-such.export')}.\n`)
+  t.notOk(existsSync(join(base, 'other')), 'no data directory was made for a file that is no export')
+})
+
+t.test('export and import explain themselves with --help', async (t) => {
+  const ctl = ctlFor(t.testdir())
+  const e = await ctl(['export', '--help'])
+  t.equal(e.code, 0)
+  t.match(e.stdout, /Usage: authctl export \[options\] <file>/)
+  t.match(e.stdout, /never overwritten/)
+  const i = await ctl(['import', '--help'])
+  t.equal(i.code, 0)
+  t.match(i.stdout, /Usage: authctl import \[options\] <file>/)
+  t.match(i.stdout, /empty store/)
+})
