@@ -5,7 +5,7 @@
  * with SELECT … FOR UPDATE, so a race between instances is settled by the database: N refreshes
  * of one token leave one successor, N instances starting on an empty database one active key.
  * The audit events a write records are appended in its transaction, and only if it changed
- * something. Reads answer what is committed at the moment; nothing is cached here.
+ * something (a decision's events always: what was decided is recorded). Reads answer what is committed at the moment; nothing is cached here.
  *
  * Row locks are taken in one order, to keep deadlocks out: a user's advisory lock, the user, its
  * sessions (by id), the hash tally, the audit head last (held only from the append to the commit).
@@ -57,6 +57,8 @@ const LIMIT_CLEARS_KEPT = 64
 const CHAIN_PAGE = 500
 /** the advisory lock class of a user's sessions (the second key is a hash of the user id) */
 const USER_LOCK = 0x61757469
+/** the advisory lock class of the making of a secret (device_key, mfa_key) */
+const SECRET_LOCK = 0x6175746a
 
 const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
 
@@ -273,12 +275,18 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
   let meVersion = 0
 
   const ensureSecret = async (name: 'device_key' | 'mfa_key', create: () => string): Promise<string> => {
-    const read = async (): Promise<string | undefined> => (await db.query<{ value: string }>(`SELECT value FROM authd_meta WHERE name = $1`, [name]))[0]?.value
-    const stored = await read()
+    const read = async (sql: Sql): Promise<string | undefined> => (await sql.query<{ value: string }>(`SELECT value FROM authd_meta WHERE name = $1`, [name]))[0]?.value
+    const stored = await read(db)
     if (stored !== undefined) return stored
-    // whoever comes first stores theirs; everyone then reads the one stored
-    await db.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, [name, create()])
-    return (await read())!
+    return db.tx(async (sql) => {
+      // processes starting at once queue here: the first makes the secret, the others read it
+      await sql.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [SECRET_LOCK, name])
+      const again = await read(sql)
+      if (again !== undefined) return again
+      const value = create()
+      await sql.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2)`, [name, value])
+      return value
+    })
   }
 
   const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
@@ -388,11 +396,11 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
           if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
           const old = next.generation - REFRESH_HISTORY
           await putSessionTx(sql, next, tokens, old >= 0 ? old : -2)
-          await appendAuditTx(sql, d.audit ?? [])
         } else if (d.action === 'revoke' && current !== undefined) {
           await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
-          await appendAuditTx(sql, d.audit ?? [])
         }
+        // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
+        await appendAuditTx(sql, d.audit ?? [])
         return d.result
       }),
     updateSession: (id, change, audit = []) =>
@@ -573,15 +581,16 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         if (d.action === 'use') {
           await putUserTx(sql, user, d.user.id === userId ? d.user : { ...d.user, id: userId })
           await sql.query(`INSERT INTO authd_mfa_used (expires_at, id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [token.expiresAt, token.id])
-          await appendAuditTx(sql, d.audit ?? [])
         }
+        // a failed second step is recorded though it changed nothing, as on LMDB
+        await appendAuditTx(sql, d.audit ?? [])
         return d.result
       }),
     addLimitClear: (target, at, audit = []) =>
       db.tx(async (sql) => {
         const [{ n: seq }] = await sql.query<{ n: number }>(`UPDATE authd_counters SET n = n + 1 WHERE name = 'limit_clear_seq' RETURNING n`)
         await sql.query(
-          `WITH old AS (DELETE FROM authd_limit_clears WHERE seq <= $1 - $4)
+          `WITH old AS (DELETE FROM authd_limit_clears WHERE seq <= $1::bigint - $4::bigint)
            INSERT INTO authd_limit_clears (seq, target, at) VALUES ($1, $2, $3)`,
           [seq, JSON.stringify(target), at, LIMIT_CLEARS_KEPT],
         )
