@@ -24,11 +24,9 @@ export interface Sql {
 export interface TxOptions {
   isolation?: 'repeatable read'
   readOnly?: boolean
-  /** the whole transaction's deadline instead of the usual one (the migrations) */
-  deadlineMs?: number
 }
 
-/** a transaction's connection: also runs a script of several statements (the migrations) */
+/** a connection of one's own: also runs a script of several statements (the migrations) */
 export interface TxSql extends Sql {
   script(text: string): Promise<void>
 }
@@ -41,10 +39,11 @@ export interface Db extends Sql {
    */
   tx<T>(fn: (sql: TxSql) => Promise<T>, opts?: TxOptions): Promise<T>
   /**
-   * A connection of its own for a long walk (export, import, the audit chain): each statement
-   * under the deadline, not the whole. `release` must be called (with the error, if it broke).
+   * A connection of its own for a long walk (export, import, the migrations): each statement
+   * under the deadline (or `deadlineMs`), not the whole. `release` must be called (with the
+   * error, if one ended the walk: the connection is then not reused).
    */
-  lease(): Promise<Sql & { release(err?: unknown): void }>
+  lease(opts?: { deadlineMs?: number }): Promise<TxSql & { release(err?: unknown): void }>
   end(): Promise<void>
 }
 
@@ -230,10 +229,10 @@ export function openDb(opts: DbOptions): Db {
             throw err
           }
         })
-      }, o.deadlineMs)
+      })
     },
 
-    async lease() {
+    async lease(o: { deadlineMs?: number } = {}) {
       let client: pg.PoolClient
       try {
         client = await pool.connect()
@@ -241,25 +240,29 @@ export function openDb(opts: DbOptions): Db {
         throw storeError(err)
       }
       let released = false
+      const timed = <T>(work: Promise<T>): Promise<T> =>
+        new Promise<T>((resolve, reject) => {
+          const timer = setTimeout(() => {
+            released = true
+            destroy(client, unavailable('statement'))
+            reject(unavailable('statement'))
+          }, o.deadlineMs ?? deadlineMs)
+          work.then(
+            (v) => {
+              clearTimeout(timer)
+              resolve(v)
+            },
+            (err: unknown) => {
+              clearTimeout(timer)
+              reject(storeError(err))
+            },
+          )
+        })
       return {
-        query: <R>(text: string, values?: readonly unknown[]) =>
-          new Promise<R[]>((resolve, reject) => {
-            const timer = setTimeout(() => {
-              released = true
-              destroy(client, unavailable('statement'))
-              reject(unavailable('statement'))
-            }, deadlineMs)
-            statement(client, text, values).then(
-              (r) => {
-                clearTimeout(timer)
-                resolve(r.rows as R[])
-              },
-              (err: unknown) => {
-                clearTimeout(timer)
-                reject(storeError(err))
-              },
-            )
-          }),
+        query: async <R>(text: string, values?: readonly unknown[]) => (await timed(statement(client, text, values))).rows as R[],
+        script: async (text: string) => {
+          await timed(client.query(text))
+        },
         release(err?: unknown) {
           if (released) return
           released = true

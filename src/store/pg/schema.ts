@@ -250,29 +250,39 @@ async function versionOf(sql: Sql): Promise<number> {
 
 /**
  * Creates or upgrades the schema. A database already at this version costs two reads; otherwise
- * the migrations run in one transaction under the advisory lock, after reading the version again
- * (another program may have done them meanwhile).
+ * the program takes the advisory lock (waiting for another's migrations to finish), and then, in
+ * a transaction begun after it (which sees what that one committed), reads the version again and
+ * runs what is left.
  */
 export async function migratePg(db: Db, steps: readonly string[] = MIGRATIONS): Promise<void> {
   const latest = steps.length
   const seen = await versionOf(db)
   if (seen > latest) throw tooNew(seen)
   if (seen === latest) return
-  await db.tx(
-    async (sql) => {
-      // a migration may convert many rows, and waits for another program's to finish
-      await sql.script(`SET LOCAL statement_timeout = '${MIGRATION_MS}ms'; SET LOCAL lock_timeout = '${MIGRATION_MS}ms'`)
-      await sql.query(`SELECT pg_advisory_xact_lock($1, $2)`, SCHEMA_LOCK)
-    const from = await versionOf(sql)
+  const conn = await db.lease({ deadlineMs: MIGRATION_MS + 1000 })
+  let failed: unknown
+  try {
+    // a migration may convert many rows, and may wait for another program's
+    await conn.script(`SET statement_timeout = ${MIGRATION_MS}; SET lock_timeout = ${MIGRATION_MS}`)
+    await conn.query(`SELECT pg_advisory_lock($1, $2)`, SCHEMA_LOCK)
+    await conn.query('BEGIN')
+    const from = await versionOf(conn)
     if (from > latest) throw tooNew(from)
-    for (let v = from; v < latest; v++) await sql.script(steps[v]!)
-    await sql.query(
+    for (let v = from; v < latest; v++) await conn.script(steps[v]!)
+    await conn.query(
       `INSERT INTO authd_meta (name, value) VALUES ('schema_version', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`,
       [String(latest)],
     )
-    },
-    { deadlineMs: MIGRATION_MS + 1000 },
-  )
+    await conn.query('COMMIT')
+    await conn.query(`SELECT pg_advisory_unlock($1, $2)`, SCHEMA_LOCK)
+    await conn.script('RESET statement_timeout; RESET lock_timeout')
+  } catch (err) {
+    failed = err
+    throw err
+  } finally {
+    // a failed migration's connection (its transaction, its lock) ends with it
+    conn.release(failed)
+  }
 }
 
 /** the schema version the database is at */
