@@ -64,15 +64,16 @@ const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 |
 
 /** the URL with any password shown as `***` (Store.location) */
 export function redactUrl(url: string): string {
+  let shown: string
   try {
     const u = new URL(url)
     if (u.password !== '') u.password = '***'
-    if (u.searchParams.has('password')) u.searchParams.set('password', '***')
-    return u.href.replace(/password=\*\*\*|password=%2A%2A%2A/i, 'password=***')
+    shown = u.href
   } catch {
     // not a URL: a libpq key=value string
     return url.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1***')
   }
+  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***')
 }
 
 // ---- statements shared by several methods ----
