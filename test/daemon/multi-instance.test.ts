@@ -3,7 +3,7 @@
  * instances"): three real daemons (built dist/) on one throwaway database, driven over real
  * sockets, and authctl on the same database.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -49,7 +49,7 @@ function pgEnv(url: string): Record<string, string> {
 /** every request of these tests comes from 127.0.0.1: room for them on the per-address limits */
 const ROOMY = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '100000/15m', AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100000/1h', AUTHD_RATE_LIMIT_REFRESH_PER_IP: '100000/5m' }
 
-async function three(t: Parameters<Parameters<typeof t.test>[1]>[0], url: string, extra: Record<string, string> = {}): Promise<Daemon[]> {
+async function three(t: Test, url: string, extra: Record<string, string> = {}): Promise<Daemon[]> {
   const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'authd-multi-')))
   t.teardown(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
   // started together: the first start on an empty database races to create the schema and key
