@@ -4,6 +4,8 @@
  *
  *   node test/suite.mjs fast   the in-process tests (npm test): everything not in SLOW
  *   node test/suite.mjs slow   the tests that spawn daemons, authctl, browsers, tmux (npm run test:slow)
+ *   node test/suite.mjs pg     the contract-level tests (ON_BOTH) again, on PostgreSQL
+ *                              (AUTHD_TEST_BACKEND=postgres: test/helpers/app.ts; npm run test:slow)
  *
  * A green run prints one character per test file, the coverage summary and the count; a red one
  * also prints each failing assertion with its file, subtest path and diagnostics. The whole TAP
@@ -28,22 +30,43 @@ export const SLOW = [
   'test/tui/tui-e2e.test.ts',
 ]
 
+/**
+ * The tests of the outside of authd (HTTP and authctl), which run on each backend: once on LMDB
+ * in the fast or slow part, once more on PostgreSQL in the pg part. A test in them about LMDB
+ * itself skips there, saying why (lmdbOnly in test/helpers/app.ts).
+ */
+export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts']
+
 const [part, ...rest] = process.argv.slice(2)
-if (part !== 'fast' && part !== 'slow') {
-  console.error('usage: node test/suite.mjs fast|slow [tap arguments]')
+if (part !== 'fast' && part !== 'slow' && part !== 'pg') {
+  console.error('usage: node test/suite.mjs fast|slow|pg [tap arguments]')
   process.exit(2)
+}
+
+// the pg part needs the server binaries (test/helpers/pg.ts): without them it is skipped, in one
+// line, or fails under AUTHD_REQUIRE_POSTGRES=1 (CI)
+if (part === 'pg' && 'missing' in findPgBin()) {
+  const { missing } = findPgBin()
+  const required = process.env.AUTHD_REQUIRE_POSTGRES === '1'
+  console.log(`${missing.split(':')[0]}: the tests on PostgreSQL ${required ? 'fail under AUTHD_REQUIRE_POSTGRES=1' : 'skip'} (install them: apt-get install postgresql).`)
+  console.log(`0 passed, ${required ? 1 : 0} failed`)
+  process.exit(required ? 1 : 0)
 }
 
 const args =
   part === 'fast'
     ? [...SLOW.map((p) => `--exclude=${p}`), ...rest]
-    : // a directory would run its helper modules too: name only the test files in it
-      ['--allow-incomplete-coverage', ...rest, ...SLOW.map((p) => (p.endsWith('/**') ? `${p}/*.test.ts` : p))]
+    : part === 'slow'
+      ? // a directory would run its helper modules too: name only the test files in it
+        ['--allow-incomplete-coverage', ...rest, ...SLOW.map((p) => (p.endsWith('/**') ? `${p}/*.test.ts` : p))]
+      : // the coverage thresholds are held by the other two parts (.ci/run), which this one would replace
+        ['--disable-coverage', ...rest, ...ON_BOTH]
 
 mkdirSync('.tap', { recursive: true })
 const log = createWriteStream(`.tap/${part}.tap`)
 const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', '--reporter=tap', ...args], {
   stdio: ['ignore', 'pipe', 'inherit'],
+  env: part === 'pg' ? { ...process.env, AUTHD_TEST_BACKEND: 'postgres' } : process.env,
 })
 
 const failures = []
@@ -113,7 +136,7 @@ if (shown.length) console.log(`${failures.length ? '\n' : ''}${shown.join('').tr
 
 // the PostgreSQL tests skip without the server binaries (test/helpers/pg.ts): one line says so
 const pgBin = findPgBin()
-if ('missing' in pgBin) {
+if ('missing' in pgBin && part !== 'pg') {
   console.log(process.env.AUTHD_REQUIRE_POSTGRES === '1' ? `${pgBin.missing.replace('tests skip', 'tests fail under AUTHD_REQUIRE_POSTGRES=1')}.` : `${pgBin.missing}.`)
 }
 

@@ -1,9 +1,11 @@
 /**
  * Runs the real authctl (built dist/, via bin/authctl.js) as a child process, the way an admin
- * does: argv, environment, standard input; resolves with the exit code and both outputs.
+ * does: argv, environment, standard input; resolves with the exit code and both outputs. With
+ * AUTHD_TEST_BACKEND=postgres, `--data <dir>` also puts it on the database of `dir`, the one the
+ * test's daemons and apps on `dir` use (test/helpers/app.ts, storeEnv).
  */
 import { spawn } from 'node:child_process'
-import { AUTHCTL_BIN } from '../helpers/app.js'
+import { AUTHCTL_BIN, storeEnv } from '../helpers/app.js'
 
 export interface CtlResult {
   code: number | null
@@ -23,12 +25,16 @@ export interface CtlOptions {
   timeoutMs?: number
 }
 
-export function runCtl(args: string[], opts: CtlOptions = {}): Promise<CtlResult> {
+export async function runCtl(args: string[], opts: CtlOptions = {}): Promise<CtlResult> {
+  // on PostgreSQL (AUTHD_TEST_BACKEND), `--data <dir>` names the database bound to `dir`
+  const data = args.indexOf('--data')
+  const bound = data >= 0 && data + 1 < args.length && opts.env?.AUTHD_STORE_BACKEND === undefined
+  const env = bound ? { ...(await storeEnv(args[data + 1]!)), ...opts.env } : opts.env
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), AUTHCTL_BIN, ...args], {
       cwd: opts.cwd ?? process.cwd(),
       // only what the test gives: no AUTHD_* from the machine running the tests
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     let stdout = ''
@@ -62,8 +68,8 @@ export function runCtl(args: string[], opts: CtlOptions = {}): Promise<CtlResult
 
 /** authctl bound to one data directory (appends --data <dir>) */
 export function ctlFor(dir: string, base: CtlOptions = {}) {
-  return (args: string[], opts: CtlOptions = {}): Promise<CtlResult> =>
-    runCtl([...args, '--data', dir], { cwd: dir, ...base, ...opts, env: { ...base.env, ...opts.env } })
+  return async (args: string[], opts: CtlOptions = {}): Promise<CtlResult> =>
+    runCtl([...args, '--data', dir], { cwd: dir, ...base, ...opts, env: { ...(await storeEnv(dir)), ...base.env, ...opts.env } })
 }
 
 export const PASSWORD = 'correct horse battery staple'

@@ -1,8 +1,15 @@
 /**
- * Builds authd on a temp LMDB store for tests: in-process services (inject or a real socket on
+ * Builds authd on a temp store for tests: in-process services (inject or a real socket on
  * port 0), or the real daemon as a child process. Every resource is torn down with the test.
+ *
+ * The store is LMDB in the test's directory, or with AUTHD_TEST_BACKEND=postgres (the `pg` part
+ * of test/suite.mjs) a fresh PostgreSQL database bound to that directory: every app, daemon and
+ * authctl (test/cli/run.ts) given the same directory finds the same database (storeEnv), so a
+ * test written against a data directory runs unchanged on either backend. A test about LMDB
+ * itself says so with lmdbOnly().
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
@@ -12,14 +19,104 @@ import type { Config } from '../../src/config/types.js'
 import { createLogger } from '../../src/core/logger.js'
 import { createServices, type Services, type ServiceOptions } from '../../src/daemon/services.js'
 import { listen } from '../../src/daemon/server.js'
-import type { UserRecord } from '../../src/store/store.js'
+import type { Store, UserRecord } from '../../src/store/store.js'
 import { newUserId } from '../../src/core/users.js'
+import pg from 'pg'
+import tap from 'tap'
+import { pgDatabase } from './pg.js'
 
 type T = Test
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const AUTHD_BIN = fileURLToPath(new URL('../../bin/authd.js', import.meta.url))
 export const AUTHCTL_BIN = fileURLToPath(new URL('../../bin/authctl.js', import.meta.url))
+
+/** the backend the contract-level tests run on this time (AUTHD_TEST_BACKEND) */
+export const TEST_BACKEND: 'lmdb' | 'postgres' = process.env.AUTHD_TEST_BACKEND === 'postgres' ? 'postgres' : 'lmdb'
+export const ON_PG = TEST_BACKEND === 'postgres'
+
+/**
+ * For a test (or subtest) about LMDB itself, its files, its processes or its limits: `{ skip:
+ * lmdbOnly('why') }` skips it, saying why, when the tests run on PostgreSQL.
+ */
+export function lmdbOnly(why: string): string | false {
+  return ON_PG ? `LMDB only: ${why}` : false
+}
+
+/** data directory (resolved) -> its database's URL, on PostgreSQL */
+const databases = new Map<string, Promise<string>>()
+
+/**
+ * The AUTHD_* variables that put authd or authctl on the store of data directory `dir`: none on
+ * LMDB (--data says it); on PostgreSQL the database bound to `dir`, made on the first ask and
+ * dropped when the test file ends (a directory may outlive the subtest that made it). `fresh`:
+ * a new database for it even so (t.testdir() empties the directory it answers again).
+ */
+export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Promise<Record<string, string>> {
+  if (!ON_PG) return {}
+  const key = resolve(dir)
+  let url = databases.get(key)
+  if (url === undefined || opts.fresh === true) {
+    url = pgDatabase(tap).then((db) => {
+      if (db === null) throw new Error('AUTHD_TEST_BACKEND=postgres, but there is no PostgreSQL server to test on (see test/helpers/pg.ts)')
+      return db.url
+    })
+    databases.set(key, url)
+  }
+  return { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: await url }
+}
+
+/** The store of data directory `dir` (as storeEnv), opened by the test itself; closed with `t`. */
+export async function openTestStore(t: T, dir: string): Promise<Store> {
+  let store: Store
+  if (ON_PG) {
+    const { openPgStore } = await import('../../src/store/pg/pg-store.js')
+    store = (await openPgStore({ url: (await storeEnv(dir)).AUTHD_STORE_URL!, poolSize: 4 })).store
+  } else {
+    const { openLmdbStore } = await import('../../src/store/lmdb-store.js')
+    store = await openLmdbStore({ path: dir })
+  }
+  t.teardown(() => store.close())
+  return store
+}
+
+/**
+ * Moves the limiter's windows on by `ms`, for a test that moves its clock (`now`) past a rate
+ * limit's window: the in-process limiter (LMDB) runs on that clock already; PostgreSQL's runs on
+ * the database's, so the events it holds are made `ms` older instead.
+ */
+export async function ageLimits(app: Services, ms: number): Promise<void> {
+  if (app.config.store.backend !== 'postgres') return
+  await onDatabase(app, (db) => db.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms]))
+}
+
+/**
+ * Whether a Retry-After header says the whole window of a limit, `fullS` seconds, whose first
+ * event was counted after `since` (performance.now()): exactly where the limiter runs on the
+ * test's clock, held still (LMDB); on PostgreSQL, whose limiter runs on the database's clock,
+ * short of it by at most the whole seconds the test has taken since.
+ */
+export function retryAfterIs(header: unknown, fullS: number, since: number): boolean {
+  const slack = ON_PG ? Math.ceil((performance.now() - since) / 1000) : 0
+  return typeof header === 'string' && /^\d+$/.test(header) && Number(header) <= fullS && Number(header) >= fullS - slack
+}
+
+/** How many counters the limiter holds: the in-process one's keys, or PostgreSQL's rows. */
+export async function limiterKeys(app: Services): Promise<number> {
+  if (app.memoryLimiter !== null) return app.memoryLimiter.size()
+  const rows = await onDatabase(app, (db) => db.query<{ n: number }>(`SELECT count(*)::integer AS n FROM authd_rate`))
+  return rows.rows[0]!.n
+}
+
+async function onDatabase<R>(app: Services, use: (db: pg.Client) => Promise<R>): Promise<R> {
+  const db = new pg.Client({ connectionString: app.config.store.url })
+  await db.connect()
+  try {
+    return await use(db)
+  } finally {
+    await db.end()
+  }
+}
 
 /** A Config from AUTHD_* style overrides, e.g. { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '5/1m' } */
 export function testConfig(dir: string, env: Record<string, string> = {}, flags: { dev?: boolean } = {}): Config {
@@ -57,7 +154,8 @@ export async function buildApp(
   opts: { env?: Record<string, string>; dev?: boolean; now?: () => number; dir?: string } & Omit<ServiceOptions, 'logger' | 'logDestination'> = {},
 ): Promise<TestApp> {
   const dir = opts.dir ?? t.testdir()
-  const config = testConfig(dir, opts.env, { dev: opts.dev })
+  const onDir = opts.store === undefined && opts.env?.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir, { fresh: opts.dir === undefined }) : {}
+  const config = testConfig(dir, { ...onDir, ...opts.env }, { dev: opts.dev })
   const logs = captureLogs()
   const logger = createLogger({ level: config.log.level, destination: logs.stream })
   const services = await createServices(config, { ...opts, logger, processMetrics: false })
@@ -160,7 +258,7 @@ export interface Daemon {
 export async function spawnDaemon(t: T, dir: string, env: Record<string, string> = {}, args: string[] = []): Promise<Daemon> {
   const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0', ...args], {
     cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(env.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir) : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''

@@ -5,13 +5,12 @@
  * end with the real `authd start` and `authctl` processes.
  */
 import t, { type Test } from 'tap'
-import { addUser, buildApp, call, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
+import { addUser, buildApp, call, openTestStore, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
 import { decode } from '../helpers/jwt.js'
 import { runCtl } from '../cli/run.js'
 import { createAccessTokens } from '../../src/core/access-tokens.js'
 import { SESSIONS_REMEMBERED } from '../../src/core/auth-service.js'
 import { generateKey } from '../../src/core/keys.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
 
 const PASSWORD = 'correct horse battery'
@@ -43,11 +42,8 @@ function refused(t: Test, r: Reply): void {
  */
 const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5))
 
-async function admin(t: Test, dir: string): Promise<Store> {
-  const store = await openLmdbStore({ path: dir })
-  t.teardown(() => store.close())
-  return store
-}
+/** a second handle on the app's store (another process's, as authctl's) */
+const admin = (t: Test, dir: string): Promise<Store> => openTestStore(t, dir)
 
 t.test('through a second handle on the data directory', async (t) => {
   const app = await startServer(t)
