@@ -5,7 +5,7 @@
  * resumes by itself once the store answers. A real LMDB store, made to reject as an unreachable
  * PostgreSQL does.
  */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { addUser, call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { switchable } from '../helpers/unavailable-store.js'
@@ -13,7 +13,7 @@ import { switchable } from '../helpers/unavailable-store.js'
 const PASSWORD = 'correct horse battery'
 const COOKIE = '__Host-authd_rt'
 
-async function downable(t: Parameters<Parameters<typeof t.test>[1]>[0], opts: { readyPingMs?: number } = {}) {
+async function downable(t: Test, opts: { readyPingMs?: number } = {}) {
   const real = await openLmdbStore({ path: t.testdir() })
   t.teardown(() => real.close())
   const s = switchable(real)
@@ -21,7 +21,7 @@ async function downable(t: Parameters<Parameters<typeof t.test>[1]>[0], opts: { 
   return { s, app }
 }
 
-function unavailable(t: Parameters<Parameters<typeof t.test>[1]>[0], r: Reply, what: string): void {
+function unavailable(t: Test, r: Reply, what: string): void {
   t.equal(r.status, 503, `${what}: 503`)
   t.same(r.body, { success: false, message: 'Service unavailable' }, `${what}: the message`)
   t.equal(r.headers['retry-after'], '1', `${what}: Retry-After: 1`)
