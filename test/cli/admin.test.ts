@@ -3,7 +3,7 @@ import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
 import { createAdmin, lazyPasswordTools, type Admin } from '../../src/core/admin.js'
 import { hashToken } from '../../src/core/sessions.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { openTestStore } from '../helpers/app.js'
 import type { SessionRecord, Store } from '../../src/store/store.js'
 
 const MIN = 60_000
@@ -12,8 +12,7 @@ const DAY = 24 * 60 * MIN
 async function setup(t: Test, env: Record<string, string> = {}): Promise<{ admin: Admin; store: Store; clock: { now: number } }> {
   const dir = t.testdir()
   const config = loadConfig({ flags: { data: dir }, env, cwd: dir }).config
-  const store = await openLmdbStore({ path: config.store.path })
-  t.teardown(() => store.close())
+  const store = await openTestStore(t, config.store.path)
   const clock = { now: Date.UTC(2025, 0, 1) }
   const admin = createAdmin({ store, config, now: () => clock.now, passwords: lazyPasswordTools(config) })
   return { admin, store, clock }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { protectDashedIds } from '../../src/cli/argv.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { openTestStore } from '../helpers/app.js'
 import { hashToken } from '../../src/core/sessions.js'
 import { ctlFor, PASSWORD } from './run.js'
 
@@ -23,7 +23,7 @@ t.test('authctl revokes a session whose id starts with "-" (regression: it was t
   const dir = t.testdir()
   const ctl = ctlFor(dir)
   const ann = (await ctl(['user', 'add', 'ann@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })).json().user
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(t, dir)
   const id = '-dashFirstSession00000'
   const now = Date.now()
   await store.createSession({ id, userId: ann.id, createdAt: now, lastUsedAt: now, expiresAt: now + 86_400_000, ip: '127.0.0.1', userAgent: 't', refreshHash: hashToken('x'), previousHash: null, rotatedAt: null, generation: 0 })

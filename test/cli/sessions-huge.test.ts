@@ -5,7 +5,7 @@
  * in a heap of 20 MB, which the old one could not (it needed over 24 MB for these 20 000).
  */
 import t from 'tap'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { openTestStore } from '../helpers/app.js'
 import type { SessionRecord } from '../../src/store/store.js'
 import { ctlFor } from './run.js'
 
@@ -15,7 +15,7 @@ const NOW = Date.now()
 
 t.test('sessions list streams a huge store: all of it, newest first, in bounded memory', async (t) => {
   const dir = t.testdir()
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(t, dir)
   for (let u = 0; u < USERS; u++) {
     await store.createUser({ id: `user${u}`, email: `u${u}@example.com`, passwordHash: 'x', createdAt: NOW, updatedAt: NOW, disabled: false })
   }

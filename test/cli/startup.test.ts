@@ -1,11 +1,13 @@
 /**
  * Start-up cost: authctl commands load only what they use. Ink and React (~300 ms) load only for
- * `authctl tui`; LMDB, argon2 and undici only inside the commands that need them.
+ * `authctl tui`; the store's client (LMDB, or pg on PostgreSQL), argon2 and undici only inside the
+ * commands that need them.
  */
 import t, { type Test } from 'tap'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { ON_PG } from '../helpers/app.js'
 import { runCtl } from './run.js'
 
 const TRACE = fileURLToPath(new URL('./fixtures/trace-imports.mjs', import.meta.url))
@@ -20,7 +22,7 @@ async function modulesOf(t: Test, args: string[], input = ''): Promise<{ code: n
   return { code: r.code, packages }
 }
 
-const HEAVY = ['ink', 'react', '@inkjs/ui', 'lmdb', 'argon2', 'undici', 'jsonwebtoken', 'pino', '@zxcvbn-ts/language-common']
+const HEAVY = ['ink', 'react', '@inkjs/ui', 'lmdb', 'pg', 'argon2', 'undici', 'jsonwebtoken', 'pino', '@zxcvbn-ts/language-common']
 
 t.test('authctl --help loads commander and nothing heavy', async (t) => {
   const { code, packages } = await modulesOf(t, ['--help'])
@@ -35,11 +37,13 @@ t.test('authctl version loads commander and nothing heavy', async (t) => {
   for (const p of HEAVY) t.notOk(packages.has(p), `version does not load ${p}`)
 })
 
-t.test('user list loads LMDB but not argon2, undici or Ink', async (t) => {
+t.test(`user list loads ${ON_PG ? 'pg' : 'LMDB'} (the store's client, not the other's) but not argon2, undici or Ink`, async (t) => {
   const dir = t.testdir()
   const { code, packages } = await modulesOf(t, ['user', 'list', '--data', dir])
   t.equal(code, 0)
-  t.ok(packages.has('lmdb'))
+  const [used, other] = ON_PG ? ['pg', 'lmdb'] : ['lmdb', 'pg']
+  t.ok(packages.has(used), `loads ${used}`)
+  t.notOk(packages.has(other), `does not load ${other}`)
   for (const p of ['ink', 'react', 'argon2', 'undici', 'jsonwebtoken', '@zxcvbn-ts/language-common']) t.notOk(packages.has(p), `user list does not load ${p}`)
 })
 
@@ -57,5 +61,5 @@ t.test('smoke loads undici, not LMDB, argon2 or Ink', async (t) => {
   const { code, packages } = await modulesOf(t, ['smoke', '--url', 'http://127.0.0.1:9', '--email', 'a@example.com', '--password-stdin'], 'pw\n')
   t.equal(code, 1)
   t.ok(packages.has('undici'))
-  for (const p of ['ink', 'react', 'lmdb', 'argon2', 'jsonwebtoken']) t.notOk(packages.has(p), `smoke does not load ${p}`)
+  for (const p of ['ink', 'react', 'lmdb', 'pg', 'argon2', 'jsonwebtoken']) t.notOk(packages.has(p), `smoke does not load ${p}`)
 })

@@ -3,8 +3,7 @@ import argon2 from 'argon2'
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { AUTHCTL_BIN } from '../helpers/app.js'
+import { AUTHCTL_BIN, lmdbOnly, openTestStore, storeEnv } from '../helpers/app.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
 
 const ID = /^[A-Za-z0-9_-]{22}$/
@@ -24,8 +23,7 @@ t.test('user add creates a user from --password-stdin and prints it as fields or
   t.match(doc.user.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
 
   // the stored hash is of exactly the line given: the \r\n is not part of the password
-  const store = await openLmdbStore({ path: dir })
-  t.teardown(() => store.close())
+  const store = await openTestStore(t, dir)
   const bob = (await store.getUserByEmail('bob@example.com'))!
   t.equal(bob.id, doc.user.id)
   t.ok(await argon2.verify(bob.passwordHash, PASSWORD))
@@ -119,7 +117,7 @@ t.test('user disable, enable, passwd and rm, with their error cases', async (t) 
   t.equal(weak.code, 1)
   t.equal(weak.stderr, 'authctl: Password must be at least 8 characters.\n')
   {
-    const store = await openLmdbStore({ path: dir })
+    const store = await openTestStore(null, dir)
     const hash = (await store.getUser(ann.id))!.passwordHash
     await store.close()
     t.ok(await argon2.verify(hash, newPassword), 'the new password is stored')
@@ -149,7 +147,7 @@ const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
 
 /** turns a second factor on in the store, as a confirmed TOTP setup leaves it */
 async function withFactor(dir: string, email: string): Promise<void> {
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   try {
     const user = (await store.getUserByEmail(email))!
     await store.updateUser(user.id, (u) => ({
@@ -163,7 +161,7 @@ async function withFactor(dir: string, email: string): Promise<void> {
 }
 
 async function storedUser(dir: string, email: string) {
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   try {
     return (await store.getUserByEmail(email))!
   } finally {
@@ -244,7 +242,7 @@ t.test('on a real terminal, user mfa reset asks, and only y resets', { skip: pro
   const onTerminal = async (answer: string): Promise<{ code: number | null; seen: string }> => {
     const proc = spawn('script', ['-qfec', `${process.execPath} ${AUTHCTL_BIN} user mfa reset ann@example.com --data ${dir}`, '/dev/null'], {
       cwd: dir,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'dumb' },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, TERM: 'dumb', ...(await storeEnv(dir)) },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     t.teardown(() => {
@@ -326,35 +324,38 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
   t.equal(missingFile.code, 2)
   t.match(missingFile.stderr, /nope\.toml/)
 
-  const noStore = await runCtl(['user', 'list', '--data', `${dir}/typo`], { cwd: dir })
-  t.equal(noStore.code, 2)
-  t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
+  // the data directory as the command line or AUTHD_DATA names it: LMDB's
+  await t.test('a data directory that is missing, a file, or broken, and AUTHD_DATA', { skip: lmdbOnly('store.path names an LMDB data directory (a PostgreSQL store is store.url)') }, async (t) => {
+    const noStore = await runCtl(['user', 'list', '--data', `${dir}/typo`], { cwd: dir })
+    t.equal(noStore.code, 2)
+    t.equal(noStore.stderr, `authctl: No authd data directory at ${dir}/typo: pass --data or set store.path (authd creates it on first start).\n`)
 
-  writeFileSync(join(dir, 'a-file'), 'x')
-  // --data naming a file (or a path below one), for every command, user add (which may create
-  // the directory) included: authd's sentence, exit 2 (regression: the others said there was no
-  // data directory, user add exited 1)
-  for (const data of [`${dir}/a-file`, `${dir}/a-file/below`]) {
-    for (const args of [['user', 'list'], ['keys', 'list', '--json'], ['user', 'add', 'ann@example.com', '--password-stdin']]) {
-      const notDir = await runCtl([...args, '--data', data], { cwd: dir, input: 'a long enough passphrase\n' })
-      t.equal(notDir.code, 2, `${args.join(' ')} --data ${data}`)
-      t.equal(notDir.stderr, `authctl: Cannot use the data directory ${data}: a file is in the way (it must be a directory).\n`, 'one sentence, no --debug hint')
-      t.equal(notDir.stdout, '')
+    writeFileSync(join(dir, 'a-file'), 'x')
+    // --data naming a file (or a path below one), for every command, user add (which may create
+    // the directory) included: authd's sentence, exit 2 (regression: the others said there was no
+    // data directory, user add exited 1)
+    for (const data of [`${dir}/a-file`, `${dir}/a-file/below`]) {
+      for (const args of [['user', 'list'], ['keys', 'list', '--json'], ['user', 'add', 'ann@example.com', '--password-stdin']]) {
+        const notDir = await runCtl([...args, '--data', data], { cwd: dir, input: 'a long enough passphrase\n' })
+        t.equal(notDir.code, 2, `${args.join(' ')} --data ${data}`)
+        t.equal(notDir.stderr, `authctl: Cannot use the data directory ${data}: a file is in the way (it must be a directory).\n`, 'one sentence, no --debug hint')
+        t.equal(notDir.stdout, '')
+      }
     }
-  }
-  t.equal(readFileSync(join(dir, 'a-file'), 'utf8'), 'x', 'the file is untouched')
+    t.equal(readFileSync(join(dir, 'a-file'), 'utf8'), 'x', 'the file is untouched')
 
-  // an unexpected failure: one line, and the stack only with --debug
-  const broken = join(dir, 'broken')
-  mkdirSync(join(broken, 'data.mdb'), { recursive: true })
-  const plain = await runCtl(['user', 'list', '--data', broken], { cwd: dir })
-  t.equal(plain.code, 1)
-  t.match(plain.stderr, /^authctl: [^\n]+ \(run with --debug for details\)\n$/)
-  const debug = await runCtl(['user', 'list', '--data', broken, '--debug'], { cwd: dir })
-  t.equal(debug.code, 1)
-  t.match(debug.stderr, /^authctl: [^\n]+\.\n\w*Error: [^\n]+\n +at /, 'the stack follows the sentence')
+    // an unexpected failure: one line, and the stack only with --debug
+    const broken = join(dir, 'broken')
+    mkdirSync(join(broken, 'data.mdb'), { recursive: true })
+    const plain = await runCtl(['user', 'list', '--data', broken], { cwd: dir })
+    t.equal(plain.code, 1)
+    t.match(plain.stderr, /^authctl: [^\n]+ \(run with --debug for details\)\n$/)
+    const debug = await runCtl(['user', 'list', '--data', broken, '--debug'], { cwd: dir })
+    t.equal(debug.code, 1)
+    t.match(debug.stderr, /^authctl: [^\n]+\.\n\w*Error: [^\n]+\n +at /, 'the stack follows the sentence')
 
-  const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: dir } })
-  t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
-  t.same(fromEnv.json(), { users: [] })
+    const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: dir } })
+    t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
+    t.same(fromEnv.json(), { users: [] })
+  })
 })

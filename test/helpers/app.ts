@@ -66,8 +66,8 @@ export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Pro
   return { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: await url }
 }
 
-/** The store of data directory `dir` (as storeEnv), opened by the test itself; closed with `t`. */
-export async function openTestStore(t: T, dir: string): Promise<Store> {
+/** The store of data directory `dir` (as storeEnv), opened by the test itself; closed with `t` (null: by the caller). */
+export async function openTestStore(t: T | null, dir: string): Promise<Store> {
   let store: Store
   if (ON_PG) {
     const { openPgStore } = await import('../../src/store/pg/pg-store.js')
@@ -76,7 +76,8 @@ export async function openTestStore(t: T, dir: string): Promise<Store> {
     const { openLmdbStore } = await import('../../src/store/lmdb-store.js')
     store = await openLmdbStore({ path: dir })
   }
-  t.teardown(() => store.close())
+  // the test may have closed it itself
+  t?.teardown(() => store.close().catch(() => {}))
   return store
 }
 
