@@ -8,7 +8,8 @@ import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
-import { ctlFor, PASSWORD } from './run.js'
+import { pgDatabase } from '../helpers/pg.js'
+import { ctlFor, PASSWORD, runCtl } from './run.js'
 
 const COOKIE = '__Host-authd_rt'
 
@@ -95,6 +96,40 @@ t.test('export, then import into a new data directory: the same store, and token
   t.equal((await after(['user', 'show', 'cat@example.com', '--json'])).json().user.disabled, true, 'a disabled user stays disabled')
   const annAgain = await call(moved.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   t.equal(annAgain.status, 200, 'the password hashes came along')
+})
+
+t.test('one VM to several: exported from LMDB, imported into PostgreSQL, tokens issued before work on a daemon there', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const { daemon, ann, bob } = await populated(t, src)
+  const file = join(base, 'authd.export')
+  t.equal((await ctlFor(src)(['export', file])).code, 0)
+  await daemon.stop()
+
+  // the config change of the README: store.backend and store.url (here through the environment)
+  const PG = { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: db.url }
+  const pg = (args: string[]) => runCtl(args, { cwd: base, env: PG })
+  const imported = await pg(['import', file, '--json'])
+  t.equal(imported.code, 0, imported.stderr)
+  t.match(imported.json(), { file, users: 3, sessions: 3, keys: 2 })
+  for (const args of [['user', 'list'], ['sessions', 'list'], ['keys', 'list']]) {
+    t.same((await pg([...args, '--json'])).json(), (await ctlFor(src)([...args, '--json'])).json(), `${args.join(' ')}: the same`)
+  }
+  const again = join(base, 'again.export')
+  t.equal((await pg(['export', again])).code, 0)
+  t.same(recordsOf(again).slice(0, -1), recordsOf(file), 'every record as it was exported from LMDB')
+  t.same((await pg(['audit', 'verify', '--json'])).json().ok, true)
+  t.equal((await pg(['import', file])).code, 1, 'a second import is refused: the database has users now')
+
+  const moved = await spawnDaemon(t, base, PG)
+  for (const [name, s] of [['ann', ann], ['bob', bob]] as const) {
+    const me = await call(moved.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
+    t.equal(me.status, 200, `${name}'s access token from before the move verifies`)
+    const refreshed = await call(moved.url, 'POST', '/api/auth/refresh', { headers: s.jar.header() })
+    t.equal(refreshed.status, 200, `${name}'s refresh cookie from before the move refreshes`)
+  }
 })
 
 t.test('export never writes over an existing file', async (t) => {
