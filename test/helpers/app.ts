@@ -9,6 +9,7 @@
  * itself says so with lmdbOnly().
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
@@ -64,6 +65,13 @@ export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Pro
     databases.set(key, url)
   }
   return { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: await url }
+}
+
+/** Where authctl says the store of data directory `dir` is (Store.location): the directory, or the database's URL. */
+export async function storeLocation(dir: string): Promise<string> {
+  if (!ON_PG) return dir
+  const { redactUrl } = await import('../../src/store/pg/pg-store.js')
+  return redactUrl((await storeEnv(dir)).AUTHD_STORE_URL!)
 }
 
 /** The store of data directory `dir` (as storeEnv), opened by the test itself; closed with `t` (null: by the caller). */
@@ -257,6 +265,8 @@ export interface Daemon {
 
 /** Runs the real `authd start` (built dist/) as a child process on port 0 */
 export async function spawnDaemon(t: T, dir: string, env: Record<string, string> = {}, args: string[] = []): Promise<Daemon> {
+  // on PostgreSQL nothing makes the data directory, the daemon's working directory
+  if (ON_PG) mkdirSync(dir, { recursive: true })
   const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0', ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(env.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir) : {}), ...env },

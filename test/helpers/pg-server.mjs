@@ -220,6 +220,9 @@ export async function lock(base, { tryOnly = false } = {}) {
       writeFileSync(join(dir, 'pid'), String(process.pid))
       return true
     } catch (e) {
+      // ENOENT: the keeper removed the directory between the two mkdirs (it stopped an idle
+      // server just now): make it again
+      if (e.code === 'ENOENT') continue
       if (e.code !== 'EEXIST') throw e
     }
     let owner = 0
