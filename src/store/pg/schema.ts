@@ -125,82 +125,114 @@ const MIGRATIONS: readonly string[] = [
   );
 
   -- Counts one event (at one time of the database's clock) on every entry, or on none: the same
-  -- as the in-process limiter's consume (core/rate-limiter.ts). Counters that exist are locked
-  -- in one order for every caller (no deadlocks); one that does not exist yet is created only
-  -- when the consume counts, and if another consume created it meanwhile, this one fails with
-  -- serialization_failure and is run again by the caller.
+  -- as the in-process limiter's consume (core/rate-limiter.ts). A first pass reads the counters
+  -- without locking them: a refusal (the common answer under attack) is decided on what was
+  -- committed at that moment, writes nothing and waits for nobody. Otherwise a second pass locks
+  -- the counters that exist, in one order for every caller (no deadlocks), decides again and
+  -- counts. A counter that does not exist yet is created only then; if another consume created
+  -- it meanwhile, this one fails with serialization_failure and is run again by the caller.
+  -- Its plans are generic: a custom plan (for each call's arrays) never looks cheaper, so it
+  -- would be planned anew on every call.
   CREATE FUNCTION authd_rate_consume(p_keys text[], p_windows bigint[], p_counts integer[])
   RETURNS TABLE (ok boolean, wait_us bigint, blocked_by integer, at_us bigint)
-  LANGUAGE plpgsql AS $fn$
+  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
   DECLARE
     n constant integer := coalesce(cardinality(p_keys), 0);
-    locked text[] := '{}';
+    got authd_rate[];
+    r authd_rate;
     k text;
     w bigint;
     m integer;
     t bigint;
     held bigint[];
+    found_it boolean;
     first integer;
     live integer;
     earlier integer;
     over integer;
-    waiting bigint := 0;
-    blocked integer := -1;
+    waiting bigint;
+    blocked integer;
     added integer;
   BEGIN
-    FOR k, w IN
-      SELECT r.key, r.window_ms FROM authd_rate r
-      JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON r.key = e.ek AND r.window_ms = e.ew
-      ORDER BY r.key, r.window_ms
-      FOR UPDATE OF r
-    LOOP
-      locked := locked || (k || ' ' || w);
-    END LOOP;
-    -- the database's clock, kept past every event these counters hold: a consume's time is its
-    -- own on each counter (release un-counts by it), and a clock stepping back reorders nothing
-    SELECT max(r.times[cardinality(r.times)]) INTO t FROM authd_rate r
-      JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON r.key = e.ek AND r.window_ms = e.ew;
-    t := greatest((extract(epoch FROM clock_timestamp()) * 1000000)::bigint, t + 1);
-    FOR i IN 1..n LOOP
-      k := p_keys[i];
-      w := p_windows[i];
-      held := '{}';
-      IF (k || ' ' || w) = ANY (locked) THEN
-        SELECT r.times INTO held FROM authd_rate r WHERE r.key = k AND r.window_ms = w;
+    FOR pass IN 1..2 LOOP
+      got := '{}';
+      t := NULL;
+      IF pass = 1 THEN
+        FOR r IN
+          SELECT x.* FROM authd_rate x
+          JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON x.key = e.ek AND x.window_ms = e.ew
+        LOOP
+          got := got || r;
+          t := greatest(t, r.times[cardinality(r.times)]);
+        END LOOP;
+      ELSE
+        FOR r IN
+          SELECT x.* FROM authd_rate x
+          JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON x.key = e.ek AND x.window_ms = e.ew
+          ORDER BY x.key, x.window_ms
+          FOR UPDATE OF x
+        LOOP
+          got := got || r;
+          t := greatest(t, r.times[cardinality(r.times)]);
+        END LOOP;
       END IF;
-      -- held[first:] are the events still in the window
-      first := 1;
-      WHILE first <= cardinality(held) AND held[first] + w * 1000 <= t LOOP
-        first := first + 1;
-      END LOOP;
-      live := cardinality(held) - first + 1;
-      -- the same counter listed twice in one call is charged twice
-      earlier := 0;
-      FOR j IN 1..i - 1 LOOP
-        IF p_keys[j] = k AND p_windows[j] = w THEN
-          earlier := earlier + 1;
+      -- the database's clock, kept past every event these counters hold: a consume's time is
+      -- its own on each counter (release un-counts by it), and a clock stepping back reorders
+      -- nothing
+      t := greatest((extract(epoch FROM clock_timestamp()) * 1000000)::bigint, t + 1);
+      waiting := 0;
+      blocked := -1;
+      FOR i IN 1..n LOOP
+        k := p_keys[i];
+        w := p_windows[i];
+        held := '{}';
+        FOREACH r IN ARRAY got LOOP
+          IF r.key = k AND r.window_ms = w THEN
+            held := r.times;
+            EXIT;
+          END IF;
+        END LOOP;
+        -- held[first:] are the events still in the window
+        first := 1;
+        WHILE first <= cardinality(held) AND held[first] + w * 1000 <= t LOOP
+          first := first + 1;
+        END LOOP;
+        live := cardinality(held) - first + 1;
+        -- the same counter listed twice in one call is charged twice
+        earlier := 0;
+        FOR j IN 1..i - 1 LOOP
+          IF p_keys[j] = k AND p_windows[j] = w THEN
+            earlier := earlier + 1;
+          END IF;
+        END LOOP;
+        over := live + earlier - p_counts[i];
+        IF over >= 0 THEN
+          IF blocked < 0 THEN
+            blocked := i - 1;
+          END IF;
+          waiting := greatest(waiting, CASE WHEN over < live THEN held[first + over] + w * 1000 - t ELSE w * 1000 END);
         END IF;
       END LOOP;
-      over := live + earlier - p_counts[i];
-      IF over >= 0 THEN
-        IF blocked < 0 THEN
-          blocked := i - 1;
-        END IF;
-        waiting := greatest(waiting, CASE WHEN over < live THEN held[first + over] + w * 1000 - t ELSE w * 1000 END);
+      IF blocked >= 0 THEN
+        RETURN QUERY SELECT false, waiting, blocked, NULL::bigint;
+        RETURN;
       END IF;
     END LOOP;
-    IF blocked >= 0 THEN
-      RETURN QUERY SELECT false, waiting, blocked, NULL::bigint;
-      RETURN;
-    END IF;
     FOR k, w, m IN
       SELECT e.ek, e.ew, count(*)::integer FROM unnest(p_keys, p_windows) AS e(ek, ew)
       GROUP BY e.ek, e.ew ORDER BY e.ek COLLATE "C", e.ew
     LOOP
-      IF (k || ' ' || w) = ANY (locked) THEN
-        UPDATE authd_rate r
-          SET times = ARRAY(SELECT x FROM unnest(r.times) AS x WHERE x + w * 1000 > t ORDER BY x) || array_fill(t, ARRAY[m])
-          WHERE r.key = k AND r.window_ms = w;
+      found_it := false;
+      FOREACH r IN ARRAY got LOOP
+        IF r.key = k AND r.window_ms = w THEN
+          found_it := true;
+          EXIT;
+        END IF;
+      END LOOP;
+      IF found_it THEN
+        UPDATE authd_rate x
+          SET times = ARRAY(SELECT y FROM unnest(x.times) AS y WHERE y + w * 1000 > t ORDER BY y) || array_fill(t, ARRAY[m])
+          WHERE x.key = k AND x.window_ms = w;
       ELSE
         INSERT INTO authd_rate (key, window_ms, times) VALUES (k, w, array_fill(t, ARRAY[m])) ON CONFLICT DO NOTHING;
         GET DIAGNOSTICS added = ROW_COUNT;
