@@ -139,3 +139,19 @@ t.test('release un-counts exactly that consume, once; reset and resetByPart forg
   await one!.reset(email.key)
   t.equal(await s.held(email.key, 60 * MIN), 0)
 })
+
+t.test('prune deletes the logs whose events have all left their window, and only those', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const limiter = s.limiters[0] as RateLimiter & { prune(): Promise<number> }
+  const short: RateEntry = { key: limitKey('short', 'x'), rule: rule(5, 5 * MIN) }
+  const long: RateEntry = { key: limitKey('long', 'x'), rule: rule(5, 60 * MIN) }
+  const released: RateEntry = { key: limitKey('released', 'x'), rule: rule(5, 60 * MIN) }
+  await limiter.consume([short, long])
+  const r = await limiter.consume([released])
+  if (r.ok) await limiter.release(r.token)
+  await s.age(10 * MIN)
+  t.equal(await limiter.prune(), 2, 'the expired log and the emptied one')
+  t.equal(await s.held(long.key, 60 * MIN), 1, 'the live one kept')
+  t.equal(await limiter.prune(), 0)
+})
