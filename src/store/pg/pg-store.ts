@@ -543,9 +543,12 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         disabled: boolean
         mfa_enabled: boolean
       }>(
+        // each session's user by its key (LIMIT 1 keeps the planner from walking the users'
+        // index in a merge join); one row with the version even when no session is found
         `SELECT c.n AS kv, s.id, s.user_id, s.expires_at, s.last_used_at, u.id AS uid, u.email, u.disabled, u.mfa_enabled
          FROM authd_counters c
-         LEFT JOIN (authd_sessions s LEFT JOIN authd_users u ON u.id = s.user_id) ON s.id = ANY ($1::text[])
+         LEFT JOIN authd_sessions s ON s.id = ANY ($1::text[])
+         LEFT JOIN LATERAL (SELECT id, email, disabled, mfa_enabled FROM authd_users WHERE id = s.user_id LIMIT 1) u ON true
          WHERE c.name = 'keys_version'`,
         [sids],
       )
