@@ -131,21 +131,19 @@ const MIGRATIONS: readonly string[] = [
   -- the counters that exist, in one order for every caller (no deadlocks), decides again and
   -- counts. A counter that does not exist yet is created only then; if another consume created
   -- it meanwhile, this one fails with serialization_failure and is run again by the caller.
-  -- Its plans are generic: a custom plan (for each call's arrays) never looks cheaper, so it
-  -- would be planned anew on every call.
+  -- Every statement in it looks up one counter by its key: its plan never depends on the call.
   CREATE FUNCTION authd_rate_consume(p_keys text[], p_windows bigint[], p_counts integer[])
   RETURNS TABLE (ok boolean, wait_us bigint, blocked_by integer, at_us bigint)
-  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $fn$
+  LANGUAGE plpgsql AS $fn$
   DECLARE
     n constant integer := coalesce(cardinality(p_keys), 0);
-    got authd_rate[];
-    r authd_rate;
+    locked text[] := '{}';
     k text;
     w bigint;
     m integer;
     t bigint;
+    latest bigint;
     held bigint[];
-    found_it boolean;
     first integer;
     live integer;
     earlier integer;
@@ -155,43 +153,33 @@ const MIGRATIONS: readonly string[] = [
     added integer;
   BEGIN
     FOR pass IN 1..2 LOOP
-      got := '{}';
-      t := NULL;
-      IF pass = 1 THEN
-        FOR r IN
-          SELECT x.* FROM authd_rate x
-          JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON x.key = e.ek AND x.window_ms = e.ew
+      t := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+      IF pass = 2 THEN
+        latest := NULL;
+        FOR k, w IN
+          SELECT e.ek, e.ew FROM unnest(p_keys, p_windows) AS e(ek, ew)
+          GROUP BY e.ek, e.ew ORDER BY e.ek COLLATE "C", e.ew
         LOOP
-          got := got || r;
-          t := greatest(t, r.times[cardinality(r.times)]);
+          SELECT x.times INTO held FROM authd_rate x WHERE x.key = k AND x.window_ms = w FOR UPDATE;
+          IF FOUND THEN
+            locked := locked || (k || ' ' || w);
+            latest := greatest(latest, held[cardinality(held)]);
+          END IF;
         END LOOP;
-      ELSE
-        FOR r IN
-          SELECT x.* FROM authd_rate x
-          JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON x.key = e.ek AND x.window_ms = e.ew
-          ORDER BY x.key, x.window_ms
-          FOR UPDATE OF x
-        LOOP
-          got := got || r;
-          t := greatest(t, r.times[cardinality(r.times)]);
-        END LOOP;
+        -- past every event these counters hold: a consume's time is its own on each counter
+        -- (release un-counts by it), and a clock stepping back reorders nothing
+        t := greatest(t, latest + 1);
       END IF;
-      -- the database's clock, kept past every event these counters hold: a consume's time is
-      -- its own on each counter (release un-counts by it), and a clock stepping back reorders
-      -- nothing
-      t := greatest((extract(epoch FROM clock_timestamp()) * 1000000)::bigint, t + 1);
       waiting := 0;
       blocked := -1;
       FOR i IN 1..n LOOP
         k := p_keys[i];
         w := p_windows[i];
-        held := '{}';
-        FOREACH r IN ARRAY got LOOP
-          IF r.key = k AND r.window_ms = w THEN
-            held := r.times;
-            EXIT;
-          END IF;
-        END LOOP;
+        held := NULL;
+        IF pass = 1 OR (k || ' ' || w) = ANY (locked) THEN
+          SELECT x.times INTO held FROM authd_rate x WHERE x.key = k AND x.window_ms = w;
+        END IF;
+        held := coalesce(held, '{}');
         -- held[first:] are the events still in the window
         first := 1;
         WHILE first <= cardinality(held) AND held[first] + w * 1000 <= t LOOP
@@ -222,14 +210,7 @@ const MIGRATIONS: readonly string[] = [
       SELECT e.ek, e.ew, count(*)::integer FROM unnest(p_keys, p_windows) AS e(ek, ew)
       GROUP BY e.ek, e.ew ORDER BY e.ek COLLATE "C", e.ew
     LOOP
-      found_it := false;
-      FOREACH r IN ARRAY got LOOP
-        IF r.key = k AND r.window_ms = w THEN
-          found_it := true;
-          EXIT;
-        END IF;
-      END LOOP;
-      IF found_it THEN
+      IF (k || ' ' || w) = ANY (locked) THEN
         UPDATE authd_rate x
           SET times = ARRAY(SELECT y FROM unnest(x.times) AS y WHERE y + w * 1000 > t ORDER BY y) || array_fill(t, ARRAY[m])
           WHERE x.key = k AND x.window_ms = w;
