@@ -1,8 +1,7 @@
 /**
  * The PostgreSQL store's schema and its migrations. The first program (authd or authctl) that
- * opens a database creates or upgrades it, under a transaction-scoped advisory lock, so several
- * starting at once run each migration once; a database whose schema is newer than the program
- * is refused.
+ * opens a database creates or upgrades it, under an advisory lock, so several starting at once
+ * run each migration once; a database whose schema is newer than the program is refused.
  *
  * Tables carry the `authd_` prefix (the database may hold other applications' tables). Records
  * are kept whole as JSON beside the columns that find, order and join them; identifiers sort
