@@ -1,13 +1,38 @@
 /**
  * The LMDB implementation of the Store: the only module that imports lmdb. LMDB is safe for
  * several processes, so authctl opens the same directory while the daemon runs; every write
- * happens in one write transaction, which LMDB serialises across processes.
+ * happens in one write transaction, which LMDB serialises across processes. Reads answer with
+ * values already resolved: an embedded store answers in microseconds.
  */
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import { open, type Database, type RootDatabase } from 'lmdb'
-import { hashParamsKey, settleKeys, type KeyRecord, type LimitClear, type MfaStepDecision, type RefreshDecision, type SessionEntry, type SessionLimit, type SessionRecord, type Store, type UserRecord } from './store.js'
+import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
+import { GENESIS, sealEvent } from './audit-chain.js'
+import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
+import {
+  hashParamsKey,
+  settleKeys,
+  StoreError,
+  type Audit,
+  type AuditAnchor,
+  type AuditDraft,
+  type AuditEvent,
+  type ExportRecord,
+  type KeyRecord,
+  type LimitClear,
+  type MeRecord,
+  type MfaStepDecision,
+  type RefreshDecision,
+  type SessionEntry,
+  type SessionLimit,
+  type SessionRecord,
+  type Store,
+  type UserRecord,
+} from './store.js'
+
+// the error class lives with the interface now; re-exported while callers move their imports
+export { StoreError }
 
 /**
  * refresh-token hashes indexed per session; older tokens are found through their family (a token
@@ -18,20 +43,20 @@ const REFRESH_HISTORY = 32
 const MAX_KEY_BYTES = 1000
 /** limit-clear requests kept: a daemon polls every few hundred ms, so only the newest matter */
 const LIMIT_CLEARS_KEPT = 64
+/** records per page of the walks that yield between pages (export, the audit chain) */
+const PAGE = 512
+/** audit events removed per write transaction by sweepAudit */
+const AUDIT_SWEEP_CHUNK = 1024
+/**
+ * How far out of seq order event times may be: two processes stamp their events before they
+ * queue for the write lock, so a later seq can carry a slightly earlier time. A newest-first walk
+ * with `since` goes this much further back before it stops.
+ */
+const AUDIT_CLOCK_SLACK_MS = 60_000
 
 type Key = string | (string | number)[]
 const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
 type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number, sealed: 0 | 1]
-
-export class StoreError extends Error {
-  readonly code: string
-  constructor(code: string, message: string) {
-    super(message)
-    this.name = 'StoreError'
-    this.code = code
-  }
-}
-
 /**
  * At most this many sessions end in one login's write: only a user far beyond the max (a store
  * from before the max) has more to lose, and deleting them all at once held the event loop for
@@ -39,25 +64,26 @@ export class StoreError extends Error {
  */
 const EVICT_PER_WRITE = 256
 
-/** decoded records remembered per database by decodedOnChange */
+/** projections remembered per database by projectedOnChange */
 const DECODED_KEPT = 4096
 
 /**
- * Reads of one database that decode a record only when its stored bytes differ from those of the
- * last decode of that key. The bytes are read on every call, so a write by any process (authctl
- * disabling a user, revoking a session) shows on the very next read; only the msgpack decoding,
- * which carries every field name in every record and was most of the cost of a /me, is saved.
- * The bytes are read into lmdb's shared read buffer and compared there: nothing is allocated
- * unless they changed. Callers get their own shallow copy of a record, as from a plain read.
+ * Reads of one database for meRead that decode a record, and project it to what /me needs, only
+ * when its stored bytes differ from those of the last decode of that key. The bytes are read on
+ * every call, so a write by any process (authctl disabling a user, revoking a session) shows on
+ * the very next read; only the msgpack decoding, which carries every field name in every record
+ * and was most of the cost of a /me, is saved (a write anywhere moves the store's version, and
+ * /me then reads again every session it holds). The bytes are read into lmdb's shared read
+ * buffer and compared there: nothing is allocated unless they changed. The projections are
+ * frozen: callers share them.
  */
-function decodedOnChange<V>(db: Database<V, Key>): (key: string) => V | undefined {
-  const kept = new Map<string, { bytes: Buffer; value: V }>()
+function projectedOnChange<V, P extends object>(db: Database<V, Key>, project: (value: V) => P): (key: string) => Readonly<P> | undefined {
+  const kept = new Map<string, { bytes: Buffer; value: Readonly<P> }>()
   // the database's own msgpack decoder (lmdb sets it up at open; the typings leave it out)
   const decoder = (db as unknown as { decoder?: { decode(bytes: Uint8Array): V } }).decoder
   // lmdb's getBinaryFast returns its shared buffer with `length` set to the value's size; the
   // buffer is overwritten by the next read, so it is copied before being kept
   const fast = db as unknown as { getBinaryFast(key: Key): Buffer | undefined }
-  const copy = (value: V): V => (typeof value === 'object' && value !== null ? { ...value } : value)
   return (key) => {
     const bytes = fast.getBinaryFast(key)
     if (bytes === undefined) {
@@ -66,16 +92,16 @@ function decodedOnChange<V>(db: Database<V, Key>): (key: string) => V | undefine
     }
     const n = bytes.length
     const hit = kept.get(key)
-    if (hit !== undefined && hit.bytes.length === n && hit.bytes.compare(bytes, 0, n) === 0) return copy(hit.value)
+    if (hit !== undefined && hit.bytes.length === n && hit.bytes.compare(bytes, 0, n) === 0) return hit.value
     // a copy of its own size: Buffer.from would cut a small one from a shared 8 KB slab, and the
     // kept entry would hold the whole slab
     const own = Buffer.allocUnsafeSlow(n)
     own.set(bytes.subarray(0, n))
     // decoded from these very bytes; a plain read is the same snapshot (renewed once per turn)
-    const value = decoder !== undefined ? decoder.decode(own) : db.get(key)!
+    const value = Object.freeze(project(decoder !== undefined ? decoder.decode(own) : db.get(key)!))
     if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
     kept.set(key, { bytes: own, value })
-    return copy(value)
+    return value
   }
 }
 
@@ -157,7 +183,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     const inTheWay = ['EEXIST', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')
     throw new StoreError(inTheWay ? 'DATA_DIR_NOT_DIRECTORY' : 'DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
   }
-  const db = <V>(name: string): Database<V, Key> => root.openDB<V, Key>({ name })
+  const db = <V, K extends Key | number = Key>(name: string): Database<V, K> => root.openDB<V, K>({ name })
   const users = db<UserRecord>('users')
   const emails = db<string>('emails')
   const sessions = db<SessionRecord>('sessions')
@@ -170,43 +196,54 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const meta = db<unknown>('meta')
   // [expiresAt, id] of each mfaToken used by a second step, until it expires
   const mfaUsed = db<number>('mfa_used')
+  // the audit log: seq → event; meta holds `audit_head` (the last event's seq and hash) and
+  // `audit_anchor` (what the first kept event chains to, once retention removed some)
+  const audit = db<AuditEvent, number>('audit')
+  // ['u', userId, seq], ['e', event, seq] and ['ue', userId, event, seq] → the event's time (ms):
+  // a filtered page of auditEvents walks only the events it answers with
+  const auditIndex = db<number>('audit_index')
 
   const tooLong = (key: string): boolean => Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES
-  const readUser = decodedOnChange(users)
-  const readSession = decodedOnChange(sessions)
-  const readMeta = decodedOnChange(meta)
+  const counter = (name: string): number => (meta.get(name) as number | undefined) ?? 0
 
-  // Every write goes through here: the change counter (Store.changes) is bumped in the same
-  // transaction as the write, so no reader can see the one without the other.
-  const write = <T>(fn: () => T): Promise<T> =>
-    root
-      .transaction(() => {
-        const result = fn()
-        meta.put('changes', ((meta.get('changes') as number | undefined) ?? 0) + 1)
-        return result
-      })
-      .finally(forgetChanges)
-
-  // The counter is read once per turn of the event loop (at the first changes() of the turn)
-  // and forgotten right after the turn's I/O callbacks, and after every write of this process.
-  // lmdb itself keeps a read snapshot until a timer of the next turn, so the requests of one
-  // turn saw the same counter before; a /me read it on every request (3 % of one).
-  let changesThisTurn: number | undefined
-  const forgetChanges = (): void => {
-    changesThisTurn = undefined
-  }
-  const changes = (): number => {
-    if (changesThisTurn === undefined) {
-      changesThisTurn = (readMeta('changes') as number | undefined) ?? 0
-      setImmediate(forgetChanges)
+  // inside a write transaction: the events sealed and appended after the head of the chain
+  const appendTx = (drafts: Audit): void => {
+    if (drafts.length === 0) return
+    let head = (meta.get('audit_head') as AuditAnchor | undefined) ?? (meta.get('audit_anchor') as AuditAnchor | undefined) ?? GENESIS
+    for (const draft of drafts) {
+      const event = sealEvent(plainDraft(draft), head.seq + 1, head.hash)
+      audit.put(event.seq, event)
+      for (const key of auditIndexKeys(event)) auditIndex.put(key, Date.parse(event.time))
+      head = { seq: event.seq, hash: event.hash }
     }
-    return changesThisTurn
+    meta.put('audit_head', head)
   }
+
+  /** what a write calls when it changed something: the version moves (once) and `audit` is appended */
+  type Changed = (audit?: Audit) => void
+  // Every write goes through here. The version /me relies on (meta `changes`) moves in the same
+  // transaction as the change, so no reader can see the one without the other; a write that
+  // changes nothing leaves it, and appends no event.
+  const write = <T>(fn: (changed: Changed) => T): Promise<T> =>
+    root.transaction(() => {
+      let moved = false
+      return fn((events) => {
+        if (!moved) {
+          meta.put('changes', counter('changes') + 1)
+          moved = true
+        }
+        if (events !== undefined) appendTx(events)
+      })
+    })
 
   await migrate({
     version: () => (meta.get('schema_version') as number | undefined) ?? 0,
     setVersion: (v) => meta.put('schema_version', v),
-    transaction: write,
+    transaction: (fn) =>
+      write((changed) => {
+        changed()
+        return fn()
+      }),
     isEmpty: () => users.getKeysCount() === 0 && keys.getKeysCount() === 0 && meta.get('schema_version') === undefined,
     users: () => users.getRange().map(({ value }) => value),
     putUser: (u) => users.put(u.id, u),
@@ -236,6 +273,13 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const putSessionTx = (s: SessionRecord): void => {
     sessions.put(s.id, s)
     userSessions.put([s.userId, s.id], [s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s) ? 1 : 0])
+  }
+  // inside a write transaction: a new session with its token entries
+  const addSessionTx = (s: SessionRecord): void => {
+    putSessionTx(s)
+    refresh.put(s.refreshHash, s.id)
+    sessionTokens.put([s.id, s.generation], s.refreshHash)
+    if (s.familyHash !== undefined) putFamily(s)
   }
   // an index entry as a SessionEntry (an older version's entry through its record; none if gone)
   const entryOf = (key: Key, value: IndexTimes | true): SessionEntry | undefined => {
@@ -272,13 +316,28 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       sessionTokens.remove(key)
     }
   }
+  // inside a write transaction: every session of a user deleted (and stale index entries); how many
+  const deleteUserSessionsTx = (userId: string, keep?: string): number => {
+    let n = 0
+    for (const { key } of userSessions.getRange(userRange(userId))) {
+      const sid = (key as string[])[1]!
+      if (sid === keep) continue
+      const s = sessions.get(sid)
+      if (s !== undefined) {
+        deleteSessionTx(s)
+        n++
+      } else userSessions.remove(key)
+    }
+    return n
+  }
   // inside a write transaction: the user's record replaced by `change(current)`, with its email
   // index and the hash tally kept in step
   const updateUserTx = (id: string, change: (user: UserRecord) => UserRecord): UserRecord | undefined => {
-    const current = users.get(id)
+    const current = tooLong(id) ? undefined : users.get(id)
     if (current === undefined) return undefined
     const next = change(current)
     if (next.email !== current.email) {
+      if (tooLong(next.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
       if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
       emails.remove(current.email)
       emails.put(next.email, id)
@@ -291,7 +350,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     return next
   }
   const bumpKeysVersion = (): void => {
-    meta.put('keys_version', ((meta.get('keys_version') as number | undefined) ?? 0) + 1)
+    meta.put('keys_version', counter('keys_version') + 1)
   }
   // revocations are acknowledged only once durable: a power cut must not bring a token back
   const durable = async <T>(p: Promise<T>): Promise<T> => {
@@ -299,76 +358,112 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     await root.flushed
     return v
   }
+  // the stored key made by `create` once, in the transaction that finds none (two processes
+  // starting at once never make two); it is no part of any record /me reads
+  const ensureSecret = async (name: 'device_key' | 'mfa_key', create: () => string): Promise<string> => {
+    const stored = meta.get(name) as string | undefined
+    if (stored !== undefined) return stored
+    return root.transaction(() => {
+      const again = meta.get(name) as string | undefined
+      if (again !== undefined) return again
+      const key = create()
+      meta.put(name, key)
+      return key
+    })
+  }
+
+  // /me's reads: what it needs of a session and of its user, decoded only when they changed
+  const meSession = projectedOnChange(sessions, (s) => ({ userId: s.userId, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt }))
+  const meUser = projectedOnChange(users, (u) => ({ id: u.id, email: u.email, disabled: u.disabled, mfaEnabled: u.mfa !== undefined }))
+  const meRecord = (sid: string): MeRecord | undefined => {
+    const s = tooLong(sid) ? undefined : meSession(sid)
+    if (s === undefined) return undefined
+    return { userId: s.userId, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt, user: meUser(s.userId) }
+  }
+
+  const auditAnchor = (txn?: Transaction): AuditAnchor => (meta.get('audit_anchor', { transaction: txn }) as AuditAnchor | undefined) ?? GENESIS
+
+  // The walks that await between pages (export, the audit chain) read one snapshot throughout:
+  // a write committed meanwhile is not half in them.
+  async function* snapshotRange<V, K extends Key | number>(from: Database<V, K>, txn: Transaction): AsyncGenerator<{ key: K; value: V }> {
+    let after: K | undefined
+    for (;;) {
+      const page = [...from.getRange({ transaction: txn, limit: PAGE, ...(after === undefined ? {} : { start: after, exclusiveStart: true }) })]
+      for (const entry of page) yield entry
+      if (page.length < PAGE) return
+      after = page[page.length - 1]!.key
+    }
+  }
 
   const store: Store = {
-    path: opts.path,
+    backend: 'lmdb',
+    location: opts.path,
 
-    getUser: (id) => (tooLong(id) ? undefined : readUser(id)),
-    getUserByEmail(email) {
+    getUser: async (id) => (tooLong(id) ? undefined : users.get(id)),
+    async getUserByEmail(email) {
       if (tooLong(email)) return undefined
       const id = emails.get(email)
-      return id === undefined ? undefined : readUser(id)
+      return id === undefined ? undefined : users.get(id)
     },
-    listUsers: () => [...users.getRange().map(({ value }) => value)],
-    hashTally: () => (readMeta('hash_tally') as Record<string, number> | undefined) ?? {},
-    createUser: (user) =>
-      write(() => {
+    listUsers: async () => [...users.getRange().map(({ value }) => value)],
+    hashTally: async () => (meta.get('hash_tally') as Record<string, number> | undefined) ?? {},
+    createUser: (user, events) =>
+      write((changed) => {
         if (emails.get(user.email) !== undefined) return false
-        if (tooLong(user.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
+        if (tooLong(user.email) || tooLong(user.id)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
         emails.put(user.email, user.id)
         users.put(user.id, user)
         tallyHash(user.passwordHash, 1)
+        changed(events)
         return true
       }),
-    updateUser: (id, change) => durable(write(() => updateUserTx(id, change))),
-    updateUserEndingSessions: (id, change, keep) =>
+    updateUser: (id, change, events) =>
       durable(
-        write(() => {
+        write((changed) => {
+          const user = updateUserTx(id, change)
+          if (user !== undefined) changed(events)
+          return user
+        }),
+      ),
+    updateUserEndingSessions: (id, change, keep, events) =>
+      durable(
+        write((changed) => {
           const user = updateUserTx(id, change)
           if (user === undefined) return undefined
-          let ended = 0
-          for (const { key } of userSessions.getRange(userRange(id))) {
-            const sid = (key as string[])[1]!
-            if (sid === keep) continue
-            const s = sessions.get(sid)
-            if (s !== undefined) {
-              deleteSessionTx(s)
-              ended++
-            } else userSessions.remove(key)
-          }
+          const ended = deleteUserSessionsTx(id, keep)
+          changed(events)
           return { user, ended }
         }),
       ),
-    deleteUser: (id) =>
+    deleteUser: (id, events) =>
       durable(
-        write(() => {
-          const user = users.get(id)
+        write((changed) => {
+          const user = tooLong(id) ? undefined : users.get(id)
           if (user === undefined) return false
-          for (const { key } of userSessions.getRange({ start: [id], end: [id, '\uffff'] })) {
-            const s = sessions.get((key as string[])[1])
-            if (s !== undefined) deleteSessionTx(s)
-            else userSessions.remove(key)
-          }
+          deleteUserSessionsTx(id)
           emails.remove(user.email)
           users.remove(id)
           tallyHash(user.passwordHash, -1)
+          changed(events)
           return true
         }),
       ),
 
-    getSession: (id) => (tooLong(id) ? undefined : readSession(id)),
-    getSessions: (ids) => ids.map((id) => (tooLong(id) ? undefined : sessions.get(id))),
-    listSessions(userId) {
+    getSession: async (id) => (tooLong(id) ? undefined : sessions.get(id)),
+    getSessions: async (ids) => ids.map((id) => (tooLong(id) ? undefined : sessions.get(id))),
+    async listSessions(userId) {
       if (userId === undefined) return [...sessions.getRange().map(({ value }) => value)]
+      if (tooLong(userId)) return []
       const out: SessionRecord[] = []
-      for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
+      for (const { key } of userSessions.getRange(userRange(userId))) {
         const s = sessions.get((key as string[])[1])
         if (s !== undefined) out.push(s)
       }
       return out
     },
-    countSessions: (userId) => userSessions.getKeysCount({ start: [userId], end: [userId, '\uffff'] }),
-    sessionEntries({ userId, after, limit }) {
+    countSessions: async (userId) => (tooLong(userId) ? 0 : userSessions.getKeysCount(userRange(userId))),
+    async sessionEntries({ userId, after, limit }) {
+      if (userId !== undefined && tooLong(userId)) return []
       const range: { start?: Key; end?: Key } = userId === undefined ? {} : userRange(userId)
       // resume at the cursor's key, skipping the cursor itself if it is still there
       if (after !== undefined) range.start = [after.userId, after.id]
@@ -382,13 +477,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }
       return out
     },
-    async createSession(s, limit) {
-      const evicted = await write(() => {
+    async createSession(s, limit, events) {
+      const evicted = await write((changed) => {
         const ended = limit === undefined ? [] : evictTx(s.userId, limit)
-        putSessionTx(s)
-        refresh.put(s.refreshHash, s.id)
-        sessionTokens.put([s.id, s.generation], s.refreshHash)
-        if (s.familyHash !== undefined) putFamily(s)
+        addSessionTx(s)
+        const evictions = events?.evicted
+        changed([...(events?.events ?? []), ...(evictions === undefined ? [] : ended.map((e) => evictions(e)))])
         return ended
       })
       // an eviction is a revocation: acknowledged once durable
@@ -397,8 +491,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
       let revoked = false
-      const result = await write(() => {
-        const sid = refresh.get(tokenHash) ?? (familyHash === undefined ? undefined : refresh.get(familyHash))
+      const result = await write((changed) => {
+        const sid = (tooLong(tokenHash) ? undefined : refresh.get(tokenHash)) ?? (familyHash === undefined || tooLong(familyHash) ? undefined : refresh.get(familyHash))
         const current = sid === undefined ? undefined : sessions.get(sid)
         const d = decide(current)
         if (d.action === 'rotate') {
@@ -414,86 +508,95 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
             if (h !== undefined) refresh.remove(h)
             sessionTokens.remove([next.id, old])
           }
+          changed(d.audit)
         } else if (d.action === 'revoke' && current !== undefined) {
           deleteSessionTx(current)
           revoked = true
+          changed(d.audit)
+        } else if (d.audit !== undefined) {
+          // what was decided is recorded even when it changed nothing (a failed refresh)
+          appendTx(d.audit)
         }
         return d.result
       })
       if (revoked) await root.flushed
       return result
     },
-    updateSession: (id, change) =>
-      write(() => {
-        const current = sessions.get(id)
+    updateSession: (id, change, events) =>
+      write((changed) => {
+        const current = tooLong(id) ? undefined : sessions.get(id)
         if (current === undefined) return undefined
         const next = change(current)
         if (next === undefined) return current
         putSessionTx(next)
+        changed(events)
         return next
       }),
     sweepSessions: (ids, change) =>
-      write(() => {
+      write((changed) => {
         let n = 0
         for (const id of ids) {
-          const current = sessions.get(id)
+          const current = tooLong(id) ? undefined : sessions.get(id)
           if (current === undefined) continue
           const next = change(current)
           if (next === 'delete') {
             deleteSessionTx(current)
+            changed()
             n++
-          } else if (next !== undefined) putSessionTx(next)
+          } else if (next !== undefined) {
+            putSessionTx(next)
+            changed()
+          }
         }
         return n
       }),
-    revokeSession: (id) =>
+    revokeSession: (id, events) =>
       durable(
-        write(() => {
-          const s = sessions.get(id)
+        write((changed) => {
+          const s = tooLong(id) ? undefined : sessions.get(id)
           if (s === undefined) return false
           deleteSessionTx(s)
+          changed(events)
           return true
         }),
       ),
-    revokeUserSessions: (userId) =>
+    revokeUserSessions: (userId, events) =>
       durable(
-        write(() => {
-          let n = 0
-          for (const { key } of userSessions.getRange({ start: [userId], end: [userId, '\uffff'] })) {
-            const s = sessions.get((key as string[])[1])
-            if (s !== undefined) {
-              deleteSessionTx(s)
-              n++
-            } else userSessions.remove(key)
-          }
+        write((changed) => {
+          const n = tooLong(userId) ? 0 : deleteUserSessionsTx(userId)
+          if (n > 0) changed(events)
           return n
         }),
       ),
-    revokeAllSessions: () =>
+    revokeAllSessions: (events) =>
       durable(
-        write(() => {
+        write((changed) => {
           let n = 0
           for (const { value } of sessions.getRange()) {
             deleteSessionTx(value)
             n++
           }
+          if (n > 0) changed(events)
           return n
         }),
       ),
-    findSessionIdByRefreshHash: (h, family) => refresh.get(h) ?? (family === undefined ? undefined : refresh.get(family)),
+    async findSessionIdByRefreshHash(h, family) {
+      return (tooLong(h) ? undefined : refresh.get(h)) ?? (family === undefined || tooLong(family) ? undefined : refresh.get(family))
+    },
 
-    listKeys: () => [...keys.getRange().map(({ value }) => value)],
-    getKey: (kid) => (tooLong(kid) ? undefined : keys.get(kid)),
-    putKey: (key) =>
+    listKeys: async () => [...keys.getRange().map(({ value }) => value)],
+    getKey: async (kid) => (tooLong(kid) ? undefined : keys.get(kid)),
+    putKey: (key, events) =>
       durable(
-        write(() => {
+        write((changed) => {
           keys.put(key.kid, key)
           bumpKeysVersion()
+          changed(events)
         }),
       ),
-    rotateKey: (key, now) =>
+    rotateKey: (key, now, events) =>
       durable(
-        write(() => {
+        write((changed) => {
           const stored = [...keys.getRange().map(({ value }) => value)]
           const settled = settleKeys(stored, now)
           const signing = settled.some((k) => k.state === 'active')
@@ -506,81 +609,206 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           const added: KeyRecord = scheduled ? key : { ...key, state: 'active', activatedAt: now }
           keys.put(added.kid, added)
           bumpKeysVersion()
+          changed(events)
           return added
         }),
       ),
     ensureActiveKey: (create) =>
-      write(() => {
+      write((changed) => {
         for (const { value } of keys.getRange()) if (value.state === 'active') return value
         const key = create()
         keys.put(key.kid, key)
         bumpKeysVersion()
+        changed()
         return key
       }),
-    deleteKey: (kid) =>
+    deleteKey: (kid, events) =>
       durable(
-        write(() => {
-          if (keys.get(kid) === undefined) return false
+        write((changed) => {
+          if (tooLong(kid) || keys.get(kid) === undefined) return false
           keys.remove(kid)
           bumpKeysVersion()
+          changed(events)
           return true
         }),
       ),
-    // read when the change counter moved (a key revoked by authctl counts at once): kept cheap
-    keysVersion: () => (readMeta('keys_version') as number | undefined) ?? 0,
-    changes,
+    keysVersion: async () => counter('keys_version'),
 
-    async ensureDeviceKey(create) {
-      const stored = meta.get('device_key') as string | undefined
-      if (stored !== undefined) return stored
-      return write(() => {
-        const again = meta.get('device_key') as string | undefined
-        if (again !== undefined) return again
-        const key = create()
-        meta.put('device_key', key)
-        return key
-      })
+    async meRead(sids, known, cached) {
+      const version = counter('changes')
+      const records = new Map<string, MeRecord | undefined>()
+      const same = version === known
+      for (const sid of sids) if (!(same && cached.has(sid))) records.set(sid, meRecord(sid))
+      return { version, keysVersion: counter('keys_version'), records }
     },
-    async ensureMfaKey(create) {
-      const stored = meta.get('mfa_key') as string | undefined
-      if (stored !== undefined) return stored
-      return write(() => {
-        const again = meta.get('mfa_key') as string | undefined
-        if (again !== undefined) return again
-        const key = create()
-        meta.put('mfa_key', key)
-        return key
-      })
-    },
-    mfaTokenUsed: (id, expiresAt) => mfaUsed.get([expiresAt, id]) !== undefined,
+
+    ensureDeviceKey: (create) => ensureSecret('device_key', create),
+    ensureMfaKey: (create) => ensureSecret('mfa_key', create),
+    mfaTokenUsed: async (id, expiresAt) => !tooLong(id) && mfaUsed.get([expiresAt, id]) !== undefined,
     finishMfaStep: <T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>) =>
       durable(
-        write(() => {
+        write((changed) => {
           // the records of tokens expired by now: nobody can present those any more
           for (const { key } of mfaUsed.getRange({ end: [now] })) mfaUsed.remove(key)
-          const d = decide(tooLong(userId) ? undefined : users.get(userId), mfaUsed.get([token.expiresAt, token.id]) !== undefined)
+          const used = !tooLong(token.id) && mfaUsed.get([token.expiresAt, token.id]) !== undefined
+          const d = decide(tooLong(userId) ? undefined : users.get(userId), used)
           if (d.action === 'use') {
             users.put(userId, d.user)
             mfaUsed.put([token.expiresAt, token.id], 1)
+            changed(d.audit)
+          } else if (d.audit !== undefined) {
+            // a failed second step is recorded though it changed nothing
+            appendTx(d.audit)
           }
           return d.result
         }),
       ),
-    addLimitClear: (target, at) =>
-      write(() => {
+    // not the version /me relies on: a limit clear changes no record /me reads
+    addLimitClear: (target, at, events) =>
+      root.transaction(() => {
         const kept = (meta.get('limit_clears') as LimitClear[] | undefined) ?? []
         const seq = (kept.at(-1)?.seq ?? 0) + 1
         meta.put('limit_clears', [...kept.slice(-(LIMIT_CLEARS_KEPT - 1)), { seq, target, at }])
         meta.put('limit_clear_seq', seq)
+        if (events !== undefined) appendTx(events)
         return seq
       }),
-    limitClearsAfter(after) {
-      // a number read (as changes() is) unless there is something new
-      if (((readMeta('limit_clear_seq') as number | undefined) ?? 0) <= after) return []
+    async limitClearsAfter(after) {
+      // a number read unless there is something new
+      if (counter('limit_clear_seq') <= after) return []
       return ((meta.get('limit_clears') as LimitClear[] | undefined) ?? []).filter((c) => c.seq > after)
     },
 
-    schemaVersion: () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
+    appendAudit: async (events) => {
+      if (events.length > 0) await root.transaction(() => appendTx(events))
+    },
+    async auditEvents({ limit, before, userId, event, since }) {
+      const out: AuditEvent[] = []
+      if (!(limit > 0)) return out
+      if ((userId !== undefined && tooLong(userId)) || (event !== undefined && tooLong(event))) return out
+      // newest first; a walk with `since` stops once it is past `since` by more than the slack
+      const floor = since === undefined ? undefined : since - AUDIT_CLOCK_SLACK_MS
+      const top = before === undefined ? Number.MAX_SAFE_INTEGER : before
+      if (userId === undefined && event === undefined) {
+        for (const { value } of audit.getRange({ start: top, reverse: true, exclusiveStart: true })) {
+          const at = Date.parse(value.time)
+          if (floor !== undefined && at < floor) break
+          if (since !== undefined && at < since) continue
+          out.push(value)
+          if (out.length >= limit) break
+        }
+        return out
+      }
+      const prefix: (string | number)[] = userId !== undefined && event !== undefined ? ['ue', userId, event] : userId !== undefined ? ['u', userId] : ['e', event!]
+      for (const { key, value: at } of auditIndex.getRange({ start: [...prefix, top], end: prefix, reverse: true, exclusiveStart: true })) {
+        if (floor !== undefined && at < floor) break
+        if (since !== undefined && at < since) continue
+        const found = audit.get((key as (string | number)[]).at(-1) as number)
+        if (found !== undefined) out.push(found)
+        if (out.length >= limit) break
+      }
+      return out
+    },
+    auditChain() {
+      const anchor = auditAnchor()
+      async function* events(): AsyncGenerator<AuditEvent> {
+        const txn = root.useReadTransaction()
+        try {
+          for await (const { value } of snapshotRange(audit, txn)) if (value.seq > anchor.seq) yield value
+        } finally {
+          txn.done()
+        }
+      }
+      return { anchor: Promise.resolve(anchor), events: events() }
+    },
+    async sweepAudit(before) {
+      let total = 0
+      for (;;) {
+        // a chunk per transaction: a long backlog never holds the write lock for long
+        const removed = await root.transaction(() => {
+          let n = 0
+          let last: AuditEvent | undefined
+          for (const { key, value } of audit.getRange({ limit: AUDIT_SWEEP_CHUNK })) {
+            // the oldest first, and only a run of them: what remains still chains to the anchor
+            if (!(Date.parse(value.time) < before)) break
+            audit.remove(key)
+            for (const k of auditIndexKeys(value)) auditIndex.remove(k)
+            last = value
+            n++
+          }
+          if (last !== undefined) meta.put('audit_anchor', { seq: last.seq, hash: last.hash })
+          return n
+        })
+        total += removed
+        if (removed < AUDIT_SWEEP_CHUNK) return total
+      }
+    },
+
+    schemaVersion: async () => (meta.get('schema_version') as number | undefined) ?? SCHEMA_VERSION,
+    ping: async () => {},
+
+    async *exportRecords(): AsyncGenerator<ExportRecord> {
+      const txn = root.useReadTransaction()
+      try {
+        const schema = (meta.get('schema_version', { transaction: txn }) as number | undefined) ?? SCHEMA_VERSION
+        yield { type: 'meta', format: 1, schema, backend: 'lmdb', exportedAt: new Date().toISOString() }
+        for await (const { value } of snapshotRange(users, txn)) yield { type: 'user', user: value }
+        for await (const { value } of snapshotRange(sessions, txn)) yield { type: 'session', session: value }
+        for await (const { value } of snapshotRange(keys, txn)) yield { type: 'key', key: value }
+        for (const name of ['device_key', 'mfa_key'] as const) {
+          const value = meta.get(name, { transaction: txn }) as string | undefined
+          if (value !== undefined) yield { type: 'secret', name, value }
+        }
+        yield { type: 'audit_anchor', anchor: auditAnchor(txn) }
+        for await (const { value } of snapshotRange(audit, txn)) yield { type: 'audit', event: value }
+      } finally {
+        txn.done()
+      }
+    },
+    async importRecords(records) {
+      const notEmpty = (): StoreError => new StoreError('NOT_EMPTY', `the store at ${opts.path} already has users: import only into a new, empty store`)
+      // refused before the export is read, and again inside the transaction (a user added meanwhile)
+      if (users.getKeysCount() > 0) throw notEmpty()
+      const set = await readImport(records)
+      return write((changed) => {
+        if (users.getKeysCount() > 0) throw notEmpty()
+        // A store without users may still hold what a daemon made on its first start (a key,
+        // the secrets, audit events of failed logins): the export's replace them, so the keys,
+        // the sessions and the audit log are the export's alone.
+        for (const d of [sessions, userSessions, refresh, sessionTokens, keys, mfaUsed, audit, auditIndex] as Database<unknown, Key | number>[]) {
+          for (const key of [...d.getKeys()]) d.remove(key)
+        }
+        meta.remove('hash_tally')
+        for (const u of set.users) {
+          users.put(u.id, u)
+          emails.put(u.email, u.id)
+          tallyHash(u.passwordHash, 1)
+        }
+        for (const s of set.sessions) {
+          addSessionTx(s)
+          // the tokens replaced within the grace are found by their own hash too (an older
+          // version's session has no family to find them by)
+          earlierTokenHashes(s).forEach((h, i) => {
+            refresh.put(h, s.id)
+            sessionTokens.put([s.id, s.generation - 1 - i], h)
+          })
+        }
+        for (const k of set.keys) keys.put(k.kid, k)
+        bumpKeysVersion()
+        if (set.secrets.device_key !== undefined) meta.put('device_key', set.secrets.device_key)
+        if (set.secrets.mfa_key !== undefined) meta.put('mfa_key', set.secrets.mfa_key)
+        // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+        for (const e of set.events) {
+          audit.put(e.seq, e)
+          for (const key of auditIndexKeys(e)) auditIndex.put(key, Date.parse(e.time))
+        }
+        meta.put('audit_anchor', set.anchor)
+        const last = set.events.at(-1)
+        meta.put('audit_head', last === undefined ? set.anchor : { seq: last.seq, hash: last.hash })
+        changed()
+        return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+      })
+    },
 
     flushed: async () => {
       await root.flushed
@@ -601,4 +829,35 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     close: () => root.close(),
   }
   return store
+}
+
+/**
+ * A draft as the chain keeps it: the fields that do not apply `null`, and `detail` as JSON has it
+ * (what an export writes and `audit verify` hashes), so the hash sealed now is the one recomputed
+ * from any copy later.
+ */
+function plainDraft(d: AuditDraft): AuditDraft {
+  return {
+    at: d.at,
+    event: d.event,
+    actor: d.actor,
+    userId: d.userId ?? null,
+    email: d.email ?? null,
+    sessionId: d.sessionId ?? null,
+    ip: d.ip ?? null,
+    userAgent: d.userAgent ?? null,
+    detail: d.detail === undefined || d.detail === null ? {} : (JSON.parse(JSON.stringify(d.detail)) as Record<string, unknown>),
+  }
+}
+
+/** the audit_index entries of an event (keys longer than LMDB takes are left out: such a filter finds nothing) */
+function auditIndexKeys(e: AuditEvent): Key[] {
+  const fits = (s: string): boolean => Buffer.byteLength(s, 'utf8') <= MAX_KEY_BYTES
+  const out: Key[] = []
+  if (fits(e.event)) out.push(['e', e.event, e.seq])
+  if (e.userId !== null && fits(e.userId)) {
+    out.push(['u', e.userId, e.seq])
+    if (fits(e.event)) out.push(['ue', e.userId, e.event, e.seq])
+  }
+  return out
 }

@@ -1,5 +1,5 @@
 import { domainToASCII } from 'node:url'
-import { hashParamsKey, type UserRecord } from './store.js'
+import { hashParamsKey, StoreError, type UserRecord } from './store.js'
 
 /**
  * Store schema versions. Each migration moves the store from version i to i + 1 inside one write
@@ -76,10 +76,6 @@ function asciiDomains(target: MigrationTarget): void {
 /** The schema this build writes: one more than the last migration's source version. */
 export const SCHEMA_VERSION = migrations.length
 
-export class SchemaError extends Error {
-  readonly code = 'SCHEMA_TOO_NEW'
-}
-
 /** Brings the store to the latest version of `steps` (the real list unless a test passes one). */
 export async function migrate(target: MigrationTarget, steps: readonly Migration[] = migrations): Promise<void> {
   const latest = steps.length
@@ -89,7 +85,8 @@ export async function migrate(target: MigrationTarget, steps: readonly Migration
   }
   const from = target.version()
   if (from > latest) {
-    throw new SchemaError(
+    throw new StoreError(
+      'SCHEMA_TOO_NEW',
       `the store was written by a newer authd (schema ${from}; this version understands up to ${latest}): upgrade authd or restore a backup`,
     )
   }

@@ -266,6 +266,39 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * A failure of the store that is the situation's, not the code's: `code` says which, `message` is
+ * a sentence for people.
+ */
+export type StoreErrorCode =
+  /** the data directory cannot be made or opened (permissions, a read-only or full disk) */
+  | 'DATA_DIR'
+  /** a file is where the data directory should be (a wrong --data or store.path) */
+  | 'DATA_DIR_NOT_DIRECTORY'
+  /** the data directory holds a file that is not an authd store */
+  | 'NOT_A_STORE'
+  /** the store was written by a newer authd: the sentence says to upgrade or restore a backup */
+  | 'SCHEMA_TOO_NEW'
+  /** a key (an email) too long for the store */
+  | 'KEY_TOO_LONG'
+  /** updateUser changed the email to one another user has */
+  | 'EMAIL_TAKEN'
+  /** importRecords into a store that already has users */
+  | 'NOT_EMPTY'
+  /** importRecords met a record it cannot take; the message names its line (1-based) */
+  | 'BAD_EXPORT'
+  /** backup() on a backend that has none (PostgreSQL: pg_dump or `authctl export`) */
+  | 'NO_BACKUP'
+
+export class StoreError extends Error {
+  readonly code: StoreErrorCode
+  constructor(code: StoreErrorCode, message: string) {
+    super(message)
+    this.name = 'StoreError'
+    this.code = code
+  }
+}
+
 export interface Store {
   /** which backend this is */
   readonly backend: StoreBackend

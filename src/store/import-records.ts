@@ -1,0 +1,229 @@
+/**
+ * What `Store.importRecords` takes, checked before anything is written (README, "Export and
+ * import"): the records of an export read whole, each checked for the shape the store keeps, and
+ * the first one that does not fit refused with StoreError('BAD_EXPORT') naming its line (1-based:
+ * the meta record is line 1). Backend-neutral: either backend reads an export through here and
+ * then writes the set in one transaction.
+ */
+import { GENESIS } from './audit-chain.js'
+import { StoreError, type AuditAnchor, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from './store.js'
+
+export interface ImportSet {
+  meta: Extract<ExportRecord, { type: 'meta' }>
+  users: UserRecord[]
+  sessions: SessionRecord[]
+  keys: KeyRecord[]
+  /** the secrets the export carried (a store keeps its own for one it did not) */
+  secrets: { device_key?: string; mfa_key?: string }
+  anchor: AuditAnchor
+  /** in seq order, the first right after `anchor`, without gaps */
+  events: AuditEvent[]
+}
+
+/** ids, emails, kids and token hashes longer than this are no record of authd's (LMDB keys stop at 1978 bytes) */
+const MAX_KEY_BYTES = 1000
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v)
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0
+const isKey = (v: unknown): v is string => typeof v === 'string' && v !== '' && Buffer.byteLength(v, 'utf8') <= MAX_KEY_BYTES
+const isString = (v: unknown): v is string => typeof v === 'string'
+const isStrings = (v: unknown): v is string[] => Array.isArray(v) && v.every(isString)
+const orNull =
+  <T>(is: (v: unknown) => v is T) =>
+  (v: unknown): v is T | null =>
+    v === null || is(v)
+const optional =
+  <T>(is: (v: unknown) => v is T) =>
+  (v: unknown): v is T | undefined =>
+    v === undefined || is(v)
+const isHash = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{64}$/.test(v)
+const isIsoTime = (v: unknown): v is string => typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && !Number.isNaN(Date.parse(v))
+
+/** the first field of `record` that `checks` refuses, or undefined */
+function badField(record: Record<string, unknown>, checks: Record<string, (v: unknown) => boolean>): string | undefined {
+  for (const [field, ok] of Object.entries(checks)) if (!ok(record[field])) return field
+  return undefined
+}
+
+const USER: Record<string, (v: unknown) => boolean> = {
+  id: isKey,
+  email: isKey,
+  passwordHash: isString,
+  createdAt: isNumber,
+  updatedAt: isNumber,
+  disabled: (v) => typeof v === 'boolean',
+  mfa: optional((v): v is object => isObject(v) && isString(v.secret) && isNumber(v.enabledAt) && isNumber(v.lastStep) && isStrings(v.recoveryCodes)),
+  mfaSetup: optional((v): v is object => isObject(v) && isString(v.secret) && isNumber(v.createdAt)),
+}
+
+const SESSION: Record<string, (v: unknown) => boolean> = {
+  id: isKey,
+  userId: isKey,
+  createdAt: isNumber,
+  lastUsedAt: isNumber,
+  expiresAt: isNumber,
+  ip: isString,
+  userAgent: isString,
+  refreshHash: isKey,
+  previousHash: orNull(isKey),
+  rotatedAt: orNull(isNumber),
+  sealedSuccessor: optional(isString),
+  generation: isCount,
+  familyHash: optional(isKey),
+  rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isKey(r.hash) && isNumber(r.at) && isString(r.sealed))),
+  amr: optional(isStrings),
+}
+
+const KEY: Record<string, (v: unknown) => boolean> = {
+  kid: isKey,
+  alg: (v) => v === 'ES256' || v === 'RS256',
+  state: (v) => v === 'next' || v === 'active' || v === 'retiring' || v === 'retired',
+  privateKeyPem: isString,
+  publicKeyPem: isString,
+  createdAt: isNumber,
+  activatedAt: orNull(isNumber),
+  retiringAt: orNull(isNumber),
+  retiredAt: orNull(isNumber),
+}
+
+const EVENT: Record<string, (v: unknown) => boolean> = {
+  seq: isCount,
+  time: isIsoTime,
+  event: isString,
+  actor: isString,
+  userId: orNull(isString),
+  email: orNull(isString),
+  sessionId: orNull(isString),
+  ip: orNull(isString),
+  userAgent: orNull(isString),
+  detail: isObject,
+  hash: isHash,
+}
+
+/**
+ * Reads `records` whole and checks them: the meta record first (format 1), users with distinct
+ * ids and emails, sessions of those users with distinct ids and token hashes, keys with distinct
+ * kids, each secret once, the audit anchor before the events, and the events numbered on from it
+ * without a gap. Rejects with StoreError('BAD_EXPORT') naming the first line that does not fit.
+ */
+export async function readImport(records: AsyncIterable<ExportRecord>): Promise<ImportSet> {
+  let line = 0
+  const bad = (why: string): StoreError => new StoreError('BAD_EXPORT', `line ${line} of the export: ${why}`)
+  let meta: ImportSet['meta'] | undefined
+  const users: UserRecord[] = []
+  const sessions: SessionRecord[] = []
+  const keys: KeyRecord[] = []
+  const secrets: ImportSet['secrets'] = {}
+  let anchor: AuditAnchor | undefined
+  const events: AuditEvent[] = []
+  const userIds = new Set<string>()
+  const emails = new Set<string>()
+  const sessionIds = new Set<string>()
+  const tokenHashes = new Map<string, string>()
+  const kids = new Set<string>()
+  // the line of each session, to name it when its user turns out to be missing
+  const sessionLines: number[] = []
+
+  for await (const raw of records) {
+    line++
+    const r = raw as unknown
+    if (!isObject(r) || typeof r.type !== 'string') throw bad('not a record (an object with a "type")')
+    if (meta === undefined && r.type !== 'meta') throw bad('the export must begin with its meta record')
+    switch (r.type) {
+      case 'meta':
+        if (meta !== undefined) throw bad('a second meta record')
+        if (r.format !== 1) throw bad(`an export format this authd does not know (${JSON.stringify(r.format)})`)
+        if (r.backend !== 'lmdb' && r.backend !== 'postgres') throw bad(`an unknown backend (${JSON.stringify(r.backend)})`)
+        if (!isCount(r.schema) || !isString(r.exportedAt)) throw bad('a meta record without its schema or exportedAt')
+        meta = r as ImportSet['meta']
+        break
+      case 'user': {
+        const u = r.user
+        if (!isObject(u)) throw bad('a user record without its user')
+        const field = badField(u, USER)
+        if (field !== undefined) throw bad(`a user whose ${field} is missing or invalid`)
+        if (userIds.has(u.id as string)) throw bad(`a second user with the id ${u.id as string}`)
+        if (emails.has(u.email as string)) throw bad(`a second user with the email ${u.email as string}`)
+        userIds.add(u.id as string)
+        emails.add(u.email as string)
+        users.push(u as unknown as UserRecord)
+        break
+      }
+      case 'session': {
+        const s = r.session
+        if (!isObject(s)) throw bad('a session record without its session')
+        const field = badField(s, SESSION)
+        if (field !== undefined) throw bad(`a session whose ${field} is missing or invalid`)
+        const session = s as unknown as SessionRecord
+        if (sessionIds.has(session.id)) throw bad(`a second session with the id ${session.id}`)
+        for (const h of [session.refreshHash, ...earlierTokenHashes(session), ...(session.familyHash === undefined ? [] : [session.familyHash])]) {
+          const owner = tokenHashes.get(h)
+          if (owner !== undefined && owner !== session.id) throw bad(`a session sharing a refresh-token hash with the session ${owner}`)
+          tokenHashes.set(h, session.id)
+        }
+        sessionIds.add(session.id)
+        sessions.push(session)
+        sessionLines.push(line)
+        break
+      }
+      case 'key': {
+        const k = r.key
+        if (!isObject(k)) throw bad('a key record without its key')
+        const field = badField(k, KEY)
+        if (field !== undefined) throw bad(`a key whose ${field} is missing or invalid`)
+        if (kids.has(k.kid as string)) throw bad(`a second key with the kid ${k.kid as string}`)
+        kids.add(k.kid as string)
+        keys.push(k as unknown as KeyRecord)
+        break
+      }
+      case 'secret':
+        if (r.name !== 'device_key' && r.name !== 'mfa_key') throw bad(`an unknown secret (${JSON.stringify(r.name)})`)
+        if (!isString(r.value) || r.value === '') throw bad(`the secret ${r.name} without its value`)
+        if (secrets[r.name] !== undefined) throw bad(`the secret ${r.name} a second time`)
+        secrets[r.name] = r.value
+        break
+      case 'audit_anchor': {
+        const a = r.anchor
+        if (anchor !== undefined || events.length > 0) throw bad('the audit anchor must come once, before the audit events')
+        if (!isObject(a) || !isCount(a.seq) || !isHash(a.hash)) throw bad('an audit anchor without its seq or hash')
+        anchor = { seq: a.seq, hash: a.hash }
+        break
+      }
+      case 'audit': {
+        const e = r.event
+        if (!isObject(e)) throw bad('an audit record without its event')
+        const field = badField(e, EVENT)
+        if (field !== undefined) throw bad(`an audit event whose ${field} is missing or invalid`)
+        const expected = (events.at(-1)?.seq ?? (anchor ?? GENESIS).seq) + 1
+        if (e.seq !== expected) throw bad(`the audit event ${e.seq as number} where ${expected} comes next (the seqs go on without gaps)`)
+        events.push(e as unknown as AuditEvent)
+        break
+      }
+      default:
+        throw bad(`an unknown record type (${JSON.stringify(r.type)})`)
+    }
+  }
+  if (meta === undefined) {
+    line = 1
+    throw bad('the export is empty (no meta record)')
+  }
+  sessions.forEach((s, i) => {
+    if (!userIds.has(s.userId)) {
+      line = sessionLines[i]!
+      throw bad(`a session of the user ${s.userId}, who is not in the export`)
+    }
+  })
+  return { meta, users, sessions, keys, secrets, anchor: anchor ?? GENESIS, events }
+}
+
+/**
+ * The hashes of a session's earlier refresh tokens a store indexes besides the live one, newest
+ * first: the one its last rotation replaced, then those of the rotations still inside their grace.
+ * The i-th was the session's token at generation `generation - 1 - i`.
+ */
+export function earlierTokenHashes(s: SessionRecord): string[] {
+  const out: string[] = s.previousHash === null ? [] : [s.previousHash]
+  for (const r of [...(s.rotations ?? [])].reverse()) if (!out.includes(r.hash)) out.push(r.hash)
+  return out.slice(0, s.generation)
+}
