@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { openLmdbStore } from '../src/store/lmdb-store.js'
 import type { AuditAnchor, AuditEvent, ExportRecord } from '../src/store/store.js'
 import { buildChain, draft } from './helpers/audit.js'
 import { ROOT } from './helpers/app.js'
@@ -19,14 +20,19 @@ function snippet(): string {
 }
 
 function run(t: Test, events: AuditEvent[], anchor?: AuditAnchor): { code: number | null; out: string } {
-  const dir = t.testdir()
-  const script = join(dir, 'check-audit.mjs')
-  writeFileSync(script, snippet())
   const records: ExportRecord[] = [{ type: 'meta', format: 1, schema: 1, backend: 'lmdb', exportedAt: '2025-03-04T10:00:00.000Z' }]
   if (anchor !== undefined) records.push({ type: 'audit_anchor', anchor })
   for (const event of events) records.push({ type: 'audit', event })
+  return check(t, records)
+}
+
+/** the snippet run on these records written as an export file (with its end line) */
+function check(t: Test, records: ExportRecord[]): { code: number | null; out: string } {
+  const dir = t.testdir()
+  const script = join(dir, 'check-audit.mjs')
+  writeFileSync(script, snippet())
   const file = join(dir, 'export.jsonl')
-  writeFileSync(file, records.map((r) => JSON.stringify(r)).join('\n') + '\n')
+  writeFileSync(file, [...records, { type: 'end', records: records.length }].map((r) => JSON.stringify(r)).join('\n') + '\n')
   const r = spawnSync(process.execPath, [script, file], { encoding: 'utf8', timeout: 20_000 })
   return { code: r.status, out: r.stdout + r.stderr }
 }
@@ -61,4 +67,26 @@ t.test('a changed, removed or moved event fails, naming it', async (t) => {
   r = run(t, swapped)
   t.not(r.code, 0)
   t.match(r.out, 'broken at event 3')
+})
+
+t.test('a real store’s export: events appended with changes, swept past retention, checked from the anchor', async (t) => {
+  const store = await openLmdbStore({ path: t.testdir() })
+  t.teardown(() => store.close())
+  const at = Date.UTC(2025, 2, 4, 9, 0, 0)
+  for (let i = 0; i < 30; i++) {
+    const id = `user-${i}`
+    const user = { id, email: `u${i}@example.com`, passwordHash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g', createdAt: at, updatedAt: at, disabled: false }
+    const d = draft(i, { at: at + i * 60_000, event: 'register', userId: id, email: user.email, detail: { n: i, nested: { Zed: 'é', alpha: [1, null] } } })
+    t.ok(await store.createUser(user, [d]))
+    await store.appendAudit([draft(i, { at: at + i * 60_000 + 1, event: 'login.failure', detail: { reason: 'bad_password' } })])
+  }
+  t.equal(await store.sweepAudit(at + 10 * 60_000), 20, 'the first ten minutes swept')
+  const records: ExportRecord[] = []
+  for await (const r of store.exportRecords()) records.push(r)
+  t.match(records.find((r) => r.type === 'audit_anchor'), { anchor: { seq: 20 } })
+  const r = check(t, records)
+  t.equal(r.code, 0, r.out)
+  t.match(r.out, 'intact up to event 60')
+  const tampered = records.map((x) => (x.type === 'audit' && x.event.seq === 33 ? { ...x, event: { ...x.event, detail: { reason: 'disabled' } } } : x))
+  t.match(check(t, tampered).out, 'broken at event 33')
 })
