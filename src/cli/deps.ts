@@ -1,7 +1,7 @@
 /**
- * What authctl's commands run on, built on demand: the config, the store opened on the data
- * directory, the admin operations, and the prompts. Each piece is imported only when a command
- * needs it, so `authctl --help` loads neither LMDB nor argon2.
+ * What authctl's commands run on, built on demand: the config, the store the config names (LMDB
+ * or PostgreSQL, store/open.ts), the admin operations, and the prompts. Each piece is imported
+ * only when a command needs it, so `authctl --help` loads neither a store nor argon2.
  */
 import { existsSync, statSync } from 'node:fs'
 import type { Config } from '../config/types.js'
@@ -63,22 +63,24 @@ export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
 }
 
 /**
- * Opens the store named by the config. A data directory that does not exist is refused (a typo
- * in --data must not quietly create an empty store) unless `create` is set: `user add` may
+ * Opens the store named by the config. An LMDB data directory that does not exist is refused (a
+ * typo in --data must not quietly create an empty store) unless `create` is set: `user add` may
  * make the first user before authd ever ran.
  */
 export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): Promise<StoreDeps & { close(): Promise<void> }> {
   const config = await base.config()
   const path = config.store.path
-  if (fileInTheWay(path)) {
-    // the sentence authd gives for it; a usage error: --data or store.path names the wrong thing
-    throw new UsageError(`Cannot use the data directory ${path}: a file is in the way (it must be a directory).`)
+  if (config.store.backend === 'lmdb') {
+    if (fileInTheWay(path)) {
+      // the sentence authd gives for it; a usage error: --data or store.path names the wrong thing
+      throw new UsageError(`Cannot use the data directory ${path}: a file is in the way (it must be a directory).`)
+    }
+    if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
+      throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
+    }
   }
-  if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
-    throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
-  }
-  const [{ openLmdbStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/lmdb-store.js'), import('../core/admin.js')])
-  const store = await openLmdbStore({ path })
+  const [{ openStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/open.js'), import('../core/admin.js')])
+  const { store } = await openStore(config.store)
   const admin = createAdmin({ store, config, now: base.now, passwords: lazyPasswordTools(config) })
   return {
     ...base,

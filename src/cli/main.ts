@@ -345,9 +345,19 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   const e = err as { code?: unknown; name?: unknown; message?: unknown; stack?: unknown }
   const code = typeof e?.code === 'string' ? e.code : ''
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
-  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY'
+  // NO_BACKUP: `backup` of a store that has none (PostgreSQL); NOT_BUILT: a backend this build lacks
+  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'NO_BACKUP' || code === 'NOT_BUILT'
   const deliberate =
-    usage || code === 'FAILED' || code === 'DATA_DIR' || code === 'NOT_A_STORE' || e?.name === 'AdminError' || e?.name === 'AppError' || code === 'SCHEMA_TOO_NEW' || err instanceof UnavailableError
+    usage ||
+    code === 'FAILED' ||
+    code === 'DATA_DIR' ||
+    code === 'NOT_A_STORE' ||
+    e?.name === 'AdminError' ||
+    e?.name === 'AppError' ||
+    // the store's database cannot be reached: its sentence says so, exit 1
+    e?.name === 'StoreUnavailableError' ||
+    code === 'SCHEMA_TOO_NEW' ||
+    err instanceof UnavailableError
   // an unexpected error says so, in the same single line
   io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)
   if (debug && typeof e?.stack === 'string') io.stderr(`${e.stack}\n`)

@@ -15,7 +15,7 @@ export interface RawConfig {
     /** a Unix socket path to listen on instead of host and port; "" = none */
     socket: string
   }
-  store: { path: string }
+  store: { path: string; backend: string; url: string; pool_size: number }
   tokens: { algorithm: string; access_ttl: string; issuer: string; audience: string; clock_tolerance: string; key_lead: string }
   sessions: { idle_ttl: string; absolute_ttl: string; reuse_grace: string; max_per_user: number }
   cookie: { name: string; secure: boolean; same_site: string; path: string }
@@ -28,6 +28,7 @@ export interface RawConfig {
     mfa: { per_user: string }
     max_keys: number
   }
+  audit: { retention: string }
   registration: { enabled: boolean }
   /** issuer absent by default: tokens.issuer's value */
   mfa: { issuer?: string }
@@ -44,7 +45,7 @@ export function builtInDefaults(options: { dev?: boolean } = {}): RawConfig {
   const dev = options.dev === true
   return {
     server: { host: '127.0.0.1', port: 8080, trust_proxy: [], body_limit: '16kb', socket: '' },
-    store: { path: './data' },
+    store: { path: './data', backend: 'lmdb', url: '', pool_size: 10 },
     tokens: { algorithm: 'ES256', access_ttl: '15m', issuer: 'authd', audience: 'authd', clock_tolerance: '5s', key_lead: '5m' },
     sessions: { idle_ttl: '7d', absolute_ttl: '30d', reuse_grace: '10s', max_per_user: 50 },
     cookie: {
@@ -63,6 +64,7 @@ export function builtInDefaults(options: { dev?: boolean } = {}): RawConfig {
       mfa: { per_user: '5/15m' },
       max_keys: 100000,
     },
+    audit: { retention: '90d' },
     registration: { enabled: true },
     mfa: {},
     log: { level: 'info' },

@@ -1,10 +1,12 @@
 import { formatDuration } from './duration.js'
 import { formatSize } from './size.js'
+import { redactUrl } from './redact-url.js'
 import type { Config } from './types.js'
 
 /**
- * Dotted keys whose values `describeConfig` prints as "[redacted]". No config key holds a
- * secret today (keys and hashes live in the store); add a key here the day one does.
+ * Dotted keys whose values `describeConfig` prints as "[redacted]". No config key is a secret
+ * as a whole today (keys and hashes live in the store); store.url may hold a password, which is
+ * shown as `***` (redactUrl). Add a key here the day one is.
  */
 const SECRET_KEYS: readonly string[] = []
 
@@ -24,7 +26,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       public_url: server.publicUrl,
       socket: server.socket ?? '',
     },
-    store: { path: config.store.path },
+    store: { path: config.store.path, backend: config.store.backend, url: redactUrl(config.store.url), pool_size: config.store.poolSize },
     tokens: {
       algorithm: tokens.algorithm,
       access_ttl: formatDuration(tokens.accessTtlMs),
@@ -60,6 +62,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
       mfa: { per_user: rateLimit.mfa.perUser.text },
       max_keys: rateLimit.maxKeys,
     },
+    audit: { retention: formatDuration(config.audit.retentionMs) },
     registration: { enabled: config.registration.enabled },
     mfa: { issuer: config.mfa.issuer },
     log: { level: config.log.level },

@@ -7,6 +7,17 @@ export interface RateRule {
 }
 
 export type Algorithm = 'ES256' | 'RS256'
+
+/** Where the store is (store/open.ts opens it): LMDB in a directory, or a PostgreSQL database. */
+export interface StoreConfig {
+  /** the LMDB data directory, absolute */
+  path: string
+  backend: 'lmdb' | 'postgres'
+  /** the PostgreSQL connection URL ("" with LMDB); its password, if any, is a secret (redactUrl) */
+  url: string
+  /** PostgreSQL connections per process */
+  poolSize: number
+}
 export type SameSite = 'Strict' | 'Lax' | 'None'
 
 /** The validated, typed configuration. Inner code trusts it and never re-checks. */
@@ -23,7 +34,7 @@ export interface Config {
     /** absolute path of a Unix socket to listen on instead of host:port, or null */
     socket: string | null
   }
-  store: { path: string }
+  store: StoreConfig
   tokens: {
     algorithm: Algorithm
     accessTtlMs: number
@@ -45,6 +56,8 @@ export interface Config {
     mfa: { perUser: RateRule }
     maxKeys: number
   }
+  /** how long audit events are kept */
+  audit: { retentionMs: number }
   registration: { enabled: boolean }
   /** the issuer authenticator apps show (defaults to tokens.issuer) */
   mfa: { issuer: string }

@@ -8,6 +8,7 @@ import type { KeyPath } from './keys.js'
 import type { Entry, Layer } from './layer.js'
 import { parseRate } from './rate.js'
 import { parseSize } from './size.js'
+import { redactUrl } from './redact-url.js'
 import type { Config, RateRule } from './types.js'
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
@@ -118,6 +119,20 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     return at.value === '' ? null : resolve(options.cwd, at.value)
   }
 
+  // store.url is required with postgres, and is shown in messages with its password as ***
+  const backend = oneOf('store.backend', ['lmdb', 'postgres'] as const)
+  const storeUrl = (): string => {
+    const at = entry('store.url')
+    if (typeof at.value !== 'string') return fail('store.url', 'must be a PostgreSQL URL, or "" with store.backend = "lmdb"', at)
+    const url = at.value
+    if (url === '') {
+      if (backend === 'postgres') conflict('store.url', 'is required when store.backend is "postgres" (e.g. "postgres://authd@db.internal:5432/authd")', 'store.backend')
+      return url
+    }
+    if (!isPostgresUrl(url)) return fail('store.url', 'must be a URL like "postgres://authd@db.internal:5432/authd"', at, redactUrl(url))
+    return url
+  }
+
   const minLength = integer('passwords.min_length', 1, 4096)
   const maxLength = integer('passwords.max_length', 1, 4096)
   if (maxLength < minLength) conflict('passwords.max_length', 'must be >= passwords.min_length', 'passwords.min_length')
@@ -131,7 +146,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
       publicUrl,
       socket: socketPath(),
     },
-    store: { path: resolve(options.cwd, string('store.path')) },
+    store: { path: resolve(options.cwd, string('store.path')), backend, url: storeUrl(), poolSize: integer('store.pool_size', 1, 1000) },
     tokens: {
       algorithm: oneOf('tokens.algorithm', ['ES256', 'RS256'] as const),
       accessTtlMs: duration('tokens.access_ttl'),
@@ -171,12 +186,18 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
       mfa: { perUser: rate('rate_limit.mfa.per_user') },
       maxKeys: integer('rate_limit.max_keys', 1000),
     },
+    audit: { retentionMs: duration('audit.retention') },
     registration: { enabled: boolean('registration.enabled') },
     mfa: { issuer: layer.get('mfa.issuer') === undefined ? string('tokens.issuer') : string('mfa.issuer') },
     log: { level: oneOf('log.level', LOG_LEVELS) },
     metrics: { enabled: boolean('metrics.enabled') },
     dev: options.dev,
   }
+}
+
+/** postgres:// or postgresql://, as node-postgres and libpq take them */
+function isPostgresUrl(text: string): boolean {
+  return /^postgres(?:ql)?:\/\/[^\s]*$/.test(text)
 }
 
 function isPublicUrl(text: string): boolean {

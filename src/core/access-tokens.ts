@@ -28,8 +28,11 @@ export interface AccessTokens {
    * `["pwd","otp","mfa"]`; every token of a session carries the session's (README, "Second factor").
    */
   sign(claims: { sub: string; email: string; sid: string; amr?: readonly string[] }): { token: string; expiresIn: number }
-  /** `changes`: the store's change counter, if the caller has just read it (Keyring.verifying) */
-  verify(token: string, changes?: number): AccessClaims | null
+  /**
+   * The token's claims if it is one of ours, signed by a key the keyring holds now and timely;
+   * else null. The keyring is as its last sync left it: /me syncs it first (core/me-view.ts).
+   */
+  verify(token: string): AccessClaims | null
   /** how many verified tokens are remembered now (at most VERIFIED_TOKENS_CACHED) */
   readonly cached: number
 }
@@ -71,6 +74,10 @@ const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc63255
 const P256_HALF_N = P256_N >> 1n
 
 const sOf = (signature: Buffer): bigint => BigInt(`0x${signature.subarray(32, 64).toString('hex')}`)
+/** n/2 as 32 big-endian bytes: s is low when its bytes compare at most equal */
+const P256_HALF_N_BYTES = Buffer.from(P256_HALF_N.toString(16).padStart(64, '0'), 'hex')
+/** whether the s of an r||s signature (64 bytes) is above n/2, compared as bytes (no BigInt per check) */
+const highS = (signature: Buffer): boolean => signature.compare(P256_HALF_N_BYTES, 0, 32, 32, 64) > 0
 
 /**
  * An ES256 signature in low-S form (s ≤ n/2). ECDSA's (r, n − s) is as valid as (r, s), so
@@ -86,7 +93,7 @@ function lowS(signature: Buffer): Buffer {
 
 /** RS256 is RSASSA-PKCS1-v1_5 (node's default for an RSA key); ES256 is r||s, 64 bytes (RFC 7518 3.4), low-S only */
 function signatureValid(key: LoadedKey, input: string, signature: Buffer): boolean {
-  if (key.alg === 'ES256' && (signature.length !== 64 || sOf(signature) > P256_HALF_N)) return false
+  if (key.alg === 'ES256' && (signature.length !== 64 || highS(signature))) return false
   const k: KeyObject | { key: KeyObject; dsaEncoding: 'ieee-p1363' } = key.alg === 'ES256' ? { key: key.publicKey, dsaEncoding: 'ieee-p1363' } : key.publicKey
   try {
     return verifySignature('sha256', Buffer.from(input, 'latin1'), k, signature)
@@ -113,7 +120,7 @@ export function createAccessTokens(deps: {
   const timely = (v: Verified, nowS: number): boolean =>
     nowS < v.claims.exp + toleranceS && v.claims.iat <= nowS + toleranceS && v.nbf <= nowS + toleranceS
 
-  function verifyFully(token: string, nowS: number, changes: number | undefined): Verified | null {
+  function verifyFully(token: string, nowS: number): Verified | null {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null
     const dot1 = token.indexOf('.')
     const dot2 = token.lastIndexOf('.')
@@ -129,7 +136,7 @@ export function createAccessTokens(deps: {
     if (crit !== undefined) return null
     // typ is checked so that an ID token or other JWS of ours is not accepted
     if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
-    const key = deps.keyring.verifying(kid, changes)
+    const key = deps.keyring.verifying(kid)
     // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
     if (key === undefined || alg !== key.alg) return null
     // the claims are checked before the signature: an expired or foreign token (the usual bad
@@ -166,22 +173,22 @@ export function createAccessTokens(deps: {
       return { token: `${input}.${signature.toString('base64url')}`, expiresIn: ttlS }
     },
 
-    verify(token, changes) {
+    verify(token) {
       const nowS = Math.floor(deps.now() / 1000)
       const hit = verified.get(token)
       if (hit !== undefined) {
         // A remembered token skips only the signature and the decoding: the time checks run on
         // every call, and the key must still be the very one that verified it. Any change to the
-        // keys (revoked, rotated, a retiring key run out) reloads the keyring, and then nothing
+        // keys (revoked, rotated, a retiring key run out) rebuilds the keyring, and then nothing
         // remembered is trusted: the cache is emptied and this token is verified afresh.
-        if (deps.keyring.verifying(hit.key.kid, changes) === hit.key) {
+        if (deps.keyring.verifying(hit.key.kid) === hit.key) {
           if (timely(hit, nowS)) return hit.claims
           verified.delete(token)
           return null
         }
         verified.clear()
       }
-      const fresh = verifyFully(token, nowS, changes)
+      const fresh = verifyFully(token, nowS)
       if (fresh === null) return null
       if (verified.size >= VERIFIED_TOKENS_CACHED) verified.delete(verified.keys().next().value!)
       verified.set(token, fresh)

@@ -38,7 +38,7 @@ export interface Account {
    */
   changePassword(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<void>
   /** GET /api/auth/sessions: the user's live sessions, newest first */
-  sessions(who: Authenticated): OwnSession[]
+  sessions(who: Authenticated): Promise<OwnSession[]>
   /** DELETE /api/auth/sessions/:id: ends one live session of the user's own (the calling one too) */
   revokeSession(who: Authenticated, sessionId: string, client: ClientContext): Promise<void>
 }
@@ -59,13 +59,13 @@ export interface AccountDeps {
   events: { passwordChange(outcome: PasswordChangeOutcome): void; rateLimited(limit: string): void }
   refusals: Pick<RefusalLog, 'refused'>
   /** the login limits' charge of one password check of `email` (as login charges it) */
-  chargeLogin(email: string, userId: string, client: ClientContext): ChargedCheck | { ok: false; limit: string; retryAfterS: number }
+  chargeLogin(email: string, userId: string, client: ClientContext): Promise<ChargedCheck | { ok: false; limit: string; retryAfterS: number }>
   /** un-counts a charge whose check never ran */
-  release(charge: ChargedCheck): void
+  release(charge: ChargedCheck): Promise<void>
   /** un-counts a charge whose check was turned away by the hash queue (503), then rethrows */
-  uncharged(charge: ChargedCheck, err: unknown): never
+  uncharged(charge: ChargedCheck, err: unknown): Promise<never>
   /** the password was right: the charge is not a failure, and the address's failures are forgotten */
-  chargeCleared(charge: ChargedCheck): void
+  chargeCleared(charge: ChargedCheck): Promise<void>
 }
 
 /** index entries read per step when listing a user's sessions */
@@ -88,13 +88,13 @@ export function createAccount(deps: AccountDeps): Account {
         throw new AppError('PASSWORDS_REQUIRED')
       }
       const userId = who.user.id
-      const user = store.getUser(userId)
+      const user = await store.getUser(userId)
       // gone or disabled since the token was checked: what /me would answer now
       if (user === undefined || user.disabled) throw new AppError('INVALID_ACCESS_TOKEN')
       // A wrong current password is a failed login of this email: charged before anything is
       // checked, so a spent limit answers 429 without a hash, and concurrent guesses run no more
       // hashes than the limit allows.
-      const charge = deps.chargeLogin(user.email, userId, client)
+      const charge = await deps.chargeLogin(user.email, userId, client)
       if (!charge.ok) {
         events.passwordChange('rate_limited')
         events.rateLimited(charge.limit)
@@ -105,7 +105,7 @@ export function createAccount(deps: AccountDeps): Account {
         deps.policy.check(newPassword)
       } catch (err) {
         // the current password was not checked: nothing failed
-        deps.release(charge)
+        await deps.release(charge)
         events.passwordChange('invalid_input')
         throw err
       }
@@ -115,7 +115,7 @@ export function createAccount(deps: AccountDeps): Account {
         log.info({ event: 'password_change', outcome: 'incorrect', userId, sessionId: who.sessionId, ip: client.ip }, 'password change refused: wrong current password')
         throw new AppError('CURRENT_PASSWORD_INCORRECT')
       }
-      deps.chargeCleared(charge)
+      await deps.chargeCleared(charge)
       // at the current parameters, whatever the old hash's were
       const passwordHash = await hasher.hash(newPassword)
       let changed
@@ -143,7 +143,7 @@ export function createAccount(deps: AccountDeps): Account {
       )
     },
 
-    sessions(who) {
+    async sessions(who) {
       const userId = who.user.id
       const now = deps.now()
       // the small index entries first (a user has at most sessions.max_per_user live ones, but
@@ -151,12 +151,12 @@ export function createAccount(deps: AccountDeps): Account {
       const live: string[] = []
       let after: SessionEntry | undefined
       for (;;) {
-        const page = store.sessionEntries({ userId, after, limit: PAGE })
+        const page = await store.sessionEntries({ userId, after, limit: PAGE })
         for (const e of page) if (isLive(e, now, policy)) live.push(e.id)
         if (page.length < PAGE) break
         after = page[page.length - 1]
       }
-      const records = store.getSessions(live).filter((s): s is SessionRecord => s !== undefined && s.userId === userId && isLive(s, now, policy))
+      const records = (await store.getSessions(live)).filter((s): s is SessionRecord => s !== undefined && s.userId === userId && isLive(s, now, policy))
       records.sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       return records.map((s) => ({
         id: s.id,
@@ -171,7 +171,7 @@ export function createAccount(deps: AccountDeps): Account {
 
     async revokeSession(who, sessionId, client) {
       // another user's session, an ended one and one that never was: one answer
-      const s = sessionId === '' ? undefined : store.getSession(sessionId)
+      const s = sessionId === '' ? undefined : await store.getSession(sessionId)
       if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id))) {
         throw new AppError('SESSION_NOT_FOUND')
       }

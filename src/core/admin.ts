@@ -108,13 +108,13 @@ export interface AdminDeps {
 
 export interface Admin {
   /** the user named by id or email (any case or Unicode form), or undefined */
-  findUser(ref: string): UserRecord | undefined
-  /** like findUser, but throws USER_NOT_FOUND */
-  resolveUser(ref: string): UserRecord
-  listUsers(): UserSummary[]
-  showUser(ref: string): UserSummary
-  /** canonical form of an email for a new user; throws INVALID_EMAIL or EMAIL_TAKEN (call before asking for a password) */
-  checkNewEmail(email: string): string
+  findUser(ref: string): Promise<UserRecord | undefined>
+  /** like findUser, but rejects with USER_NOT_FOUND */
+  resolveUser(ref: string): Promise<UserRecord>
+  listUsers(): Promise<UserSummary[]>
+  showUser(ref: string): Promise<UserSummary>
+  /** canonical form of an email for a new user; rejects with INVALID_EMAIL or EMAIL_TAKEN (call before asking for a password) */
+  checkNewEmail(email: string): Promise<string>
   /** throws the policy's AppError (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
   checkPassword(password: string): Promise<void>
   addUser(email: string, password: string): Promise<UserSummary>
@@ -133,11 +133,11 @@ export interface Admin {
   resetMfa(ref: string): Promise<{ user: UserSummary; wasEnabled: boolean }>
 
   /** live sessions, newest first; of one user if `userRef` is given */
-  listSessions(userRef?: string): SessionSummary[]
+  listSessions(userRef?: string): Promise<SessionSummary[]>
   /**
    * The same list a page at a time, for a store of any size: only the index entries of live
    * sessions are held (to sort them), records are read one page at a time, and the event loop
-   * turns between pages. Throws USER_NOT_FOUND at once, before the first page.
+   * turns between pages. USER_NOT_FOUND rejects the first page asked for.
    */
   sessionPages(userRef?: string, opts?: SessionScanOptions): AsyncIterable<SessionSummary[]>
   /**
@@ -168,7 +168,7 @@ export interface Admin {
    */
   rotateKey(algorithm?: Algorithm, opts?: { now?: boolean }): Promise<{ key: KeySummary; active: KeySummary; retiring: KeySummary[]; replaced: KeySummary[] }>
   /** the key `revokeKey(kid)` would delete; throws what it would throw, changes nothing (ask, then revoke) */
-  checkRevokeKey(kid: string): KeySummary
+  checkRevokeKey(kid: string): Promise<KeySummary>
   /**
    * Deletes a key at once: tokens signed with it stop verifying (README, "Administer with authctl": key compromise).
    * The active key is first replaced by a new one (its algorithm, unless `algorithm` says
@@ -200,49 +200,50 @@ export function createAdmin(deps: AdminDeps): Admin {
   // a retiring key verifies for one access-token lifetime (plus leeway) after it stopped signing
   const verifyWindowMs = t.accessTtlMs + t.clockToleranceMs
 
-  const findUser = (ref: string): UserRecord | undefined => {
+  const findUser = async (ref: string): Promise<UserRecord | undefined> => {
     const trimmed = ref.trim()
     if (trimmed === '') return undefined
     // ids never contain "@", so an id and an email cannot be confused
-    const byId = trimmed.includes('@') ? undefined : store.getUser(trimmed)
+    const byId = trimmed.includes('@') ? undefined : await store.getUser(trimmed)
     if (byId !== undefined) return byId
     const email = canonicalEmail(trimmed)
     return mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
   }
-  const resolveUser = (ref: string): UserRecord => {
-    const user = findUser(ref)
+  const resolveUser = async (ref: string): Promise<UserRecord> => {
+    const user = await findUser(ref)
     if (user === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
     return user
   }
-  const liveSessions = (userId?: string): SessionRecord[] => {
+  const liveSessions = async (userId?: string): Promise<SessionRecord[]> => {
     const at = now()
-    return store.listSessions(userId).filter((s) => isLive(s, at, config.sessions))
+    return (await store.listSessions(userId)).filter((s) => isLive(s, at, config.sessions))
   }
   // from the index entries: no session record is read to count them
-  const liveCount = (userId: string): number => {
+  const liveCount = async (userId: string): Promise<number> => {
     const at = now()
     let n = 0
     let after: SessionCursor | undefined
     for (;;) {
-      const page = store.sessionEntries({ userId, after, limit: SCAN_CHUNK })
+      const page = await store.sessionEntries({ userId, after, limit: SCAN_CHUNK })
       for (const e of page) if (isLive(e, at, config.sessions)) n++
       if (page.length < SCAN_CHUNK) return n
       after = page[page.length - 1]
     }
   }
-  const summary = (u: UserRecord): UserSummary => ({
+  const summary = async (u: UserRecord): Promise<UserSummary> => ({
     id: u.id,
     email: u.email,
     createdAt: u.createdAt,
     updatedAt: u.updatedAt,
     disabled: u.disabled,
-    sessions: liveCount(u.id),
+    sessions: await liveCount(u.id),
     mfaEnabled: u.mfa !== undefined,
   })
-  const emailCache = (): ((userId: string) => string | null) => {
+  /** users' emails by id, each read once (null: no such user) */
+  const emailCache = (): ((userId: string) => Promise<string | null>) => {
     const emails = new Map<string, string | null>()
-    return (userId) => {
-      if (!emails.has(userId)) emails.set(userId, store.getUser(userId)?.email ?? null)
+    return async (userId) => {
+      if (!emails.has(userId)) emails.set(userId, (await store.getUser(userId))?.email ?? null)
       return emails.get(userId) ?? null
     }
   }
@@ -253,7 +254,7 @@ export function createAdmin(deps: AdminDeps): Admin {
   const scanLive = async (opts: {
     userId?: string
     by: 'createdAt' | 'lastUsedAt'
-    keep?: (e: SessionEntry) => boolean
+    keep?: (e: SessionEntry) => Promise<boolean>
     top?: number
     /** live sessions counted per user, kept or not */
     perUser?: Map<string, number>
@@ -267,11 +268,11 @@ export function createAdmin(deps: AdminDeps): Admin {
     const order = (a: [number, string], b: [number, string]): number => b[0] - a[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)
     for (;;) {
       opts.signal?.throwIfAborted()
-      const page = store.sessionEntries({ userId: opts.userId, after, limit: SCAN_CHUNK })
+      const page = await store.sessionEntries({ userId: opts.userId, after, limit: SCAN_CHUNK })
       for (const e of page) {
         if (!isLive(e, at, config.sessions)) continue
         opts.perUser?.set(e.userId, (opts.perUser.get(e.userId) ?? 0) + 1)
-        if (opts.keep !== undefined && !opts.keep(e)) continue
+        if (opts.keep !== undefined && !(await opts.keep(e))) continue
         total++
         found.push([e[opts.by], e.id])
       }
@@ -285,11 +286,11 @@ export function createAdmin(deps: AdminDeps): Admin {
     return { ids: (opts.top === undefined ? found : found.slice(0, opts.top)).map(([, id]) => id), total }
   }
   // the summaries of `ids` still live, reading their records
-  const summaries = (ids: string[], emailOf: (userId: string) => string | null): SessionSummary[] => {
+  const summaries = async (ids: string[], emailOf: (userId: string) => Promise<string | null>): Promise<SessionSummary[]> => {
     const at = now()
     const out: SessionSummary[] = []
-    for (const s of store.getSessions(ids)) {
-      if (s !== undefined && isLive(s, at, config.sessions)) out.push(sessionSummary(s, emailOf(s.userId)))
+    for (const s of await store.getSessions(ids)) {
+      if (s !== undefined && isLive(s, at, config.sessions)) out.push(sessionSummary(s, await emailOf(s.userId)))
     }
     return out
   }
@@ -305,7 +306,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     userAgent: s.userAgent,
   })
   /** every key in its effective state at `at` (keyStates) */
-  const effectiveKeys = (at: number): KeyRecord[] => keyStates(store.listKeys(), at, verifyWindowMs)
+  const effectiveKeys = async (at: number): Promise<KeyRecord[]> => keyStates(await store.listKeys(), at, verifyWindowMs)
   /** `k` as `effectiveKeys` gives it */
   const keySummary = (k: KeyRecord): KeySummary => ({
     kid: k.kid,
@@ -317,8 +318,8 @@ export function createAdmin(deps: AdminDeps): Admin {
     retiredAt: k.retiredAt,
     verifiesUntil: k.state === 'retiring' && k.retiringAt !== null ? k.retiringAt + verifyWindowMs : null,
   })
-  const summaryOf = (kid: string, at: number): KeySummary | undefined => {
-    const k = effectiveKeys(at).find((x) => x.kid === kid)
+  const summaryOf = async (kid: string, at: number): Promise<KeySummary | undefined> => {
+    const k = (await effectiveKeys(at)).find((x) => x.kid === kid)
     return k === undefined ? undefined : keySummary(k)
   }
   const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord): Promise<UserRecord> => {
@@ -332,8 +333,8 @@ export function createAdmin(deps: AdminDeps): Admin {
     policy.check(password)
   }
   /** the key in its effective state now */
-  const revocable = (kid: string): KeyRecord => {
-    const key = kid.trim() === '' ? undefined : effectiveKeys(now()).find((k) => k.kid === kid.trim())
+  const revocable = async (kid: string): Promise<KeyRecord> => {
+    const key = kid.trim() === '' ? undefined : (await effectiveKeys(now())).find((k) => k.kid === kid.trim())
     if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
     return key
   }
@@ -342,25 +343,26 @@ export function createAdmin(deps: AdminDeps): Admin {
   const admin: Admin = {
     findUser,
     resolveUser,
-    listUsers: () =>
-      store
-        .listUsers()
-        .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
-        .map(summary),
-    showUser: (ref) => summary(resolveUser(ref)),
+    async listUsers() {
+      const users = (await store.listUsers()).sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
+      const out: UserSummary[] = []
+      for (const u of users) out.push(await summary(u))
+      return out
+    },
+    showUser: async (ref) => summary(await resolveUser(ref)),
 
-    checkNewEmail(email) {
+    async checkNewEmail(email) {
       // the rules of POST /api/auth/register (README), with the reason said
       const checked = checkEmail(email)
       if ('problem' in checked) throw new AdminError('INVALID_EMAIL', `${JSON.stringify(email)} is not a valid email address: ${checked.problem}.`)
       const canonical = checked.email
-      if (store.getUserByEmail(canonical) !== undefined) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      if ((await store.getUserByEmail(canonical)) !== undefined) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
       return canonical
     },
     checkPassword,
 
     async addUser(email, password) {
-      const canonical = admin.checkNewEmail(email)
+      const canonical = await admin.checkNewEmail(email)
       await checkPassword(password)
       const { hasher } = await deps.passwords()
       const at = now()
@@ -372,41 +374,41 @@ export function createAdmin(deps: AdminDeps): Admin {
     },
 
     async setPassword(ref, password) {
-      const user = resolveUser(ref)
+      const user = await resolveUser(ref)
       await checkPassword(password)
       const { hasher } = await deps.passwords()
       const passwordHash = await hasher.hash(password)
       const next = await updateUser(user, (u) => ({ ...u, passwordHash, updatedAt: now() }))
       // whoever held a session under the old password is signed out
       const revokedSessions = await store.revokeUserSessions(user.id)
-      return { user: summary(next), revokedSessions }
+      return { user: await summary(next), revokedSessions }
     },
 
     async disableUser(ref) {
-      const user = resolveUser(ref)
+      const user = await resolveUser(ref)
       // disabled first: a login racing with this cannot get a usable session afterwards, since
       // refresh and /me check the flag too
       const next = await updateUser(user, (u) => (u.disabled ? u : { ...u, disabled: true, updatedAt: now() }))
       const revokedSessions = await store.revokeUserSessions(user.id)
-      return { user: summary(next), revokedSessions }
+      return { user: await summary(next), revokedSessions }
     },
 
     async enableUser(ref) {
-      const user = resolveUser(ref)
+      const user = await resolveUser(ref)
       const next = await updateUser(user, (u) => (u.disabled ? { ...u, disabled: false, updatedAt: now() } : u))
-      return { user: summary(next) }
+      return { user: await summary(next) }
     },
 
     async removeUser(ref) {
-      const user = resolveUser(ref)
-      const before = summary(user)
-      const revokedSessions = store.countSessions(user.id)
+      const user = await resolveUser(ref)
+      const before = await summary(user)
+      const revokedSessions = await store.countSessions(user.id)
       if (!(await store.deleteUser(user.id))) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
       return { user: before, revokedSessions }
     },
 
     async resetMfa(ref) {
-      const user = resolveUser(ref)
+      const user = await resolveUser(ref)
       let wasEnabled = false
       const next = await updateUser(user, (u) => {
         // read inside the write: a confirmation racing with this is either undone or not yet made
@@ -415,28 +417,34 @@ export function createAdmin(deps: AdminDeps): Admin {
         const { mfa: _mfa, mfaSetup: _setup, ...rest } = u
         return { ...rest, updatedAt: now() }
       })
-      return { user: summary(next), wasEnabled }
+      return { user: await summary(next), wasEnabled }
     },
 
-    listSessions(userRef) {
-      const user = userRef === undefined ? undefined : resolveUser(userRef)
+    async listSessions(userRef) {
+      const user = userRef === undefined ? undefined : await resolveUser(userRef)
       const emailOf = emailCache()
-      return liveSessions(user?.id)
-        .sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))
-        .map((s) => sessionSummary(s, emailOf(s.userId)))
+      const out: SessionSummary[] = []
+      for (const s of (await liveSessions(user?.id)).sort((a, b) => b.createdAt - a.createdAt || a.id.localeCompare(b.id))) {
+        out.push(sessionSummary(s, await emailOf(s.userId)))
+      }
+      return out
     },
 
     sessionPages(userRef, opts = {}) {
-      const user = userRef === undefined ? undefined : resolveUser(userRef)
+      // the user is looked up at once; USER_NOT_FOUND comes with the first page asked for
+      const pending = userRef === undefined ? undefined : resolveUser(userRef)
+      // not an unhandled rejection while nobody iterates yet
+      pending?.catch(() => {})
       const pageSize = opts.pageSize ?? 500
       return {
         async *[Symbol.asyncIterator]() {
+          const user = await pending
           const { ids } = await scanLive({ userId: user?.id, by: 'createdAt', signal: opts.signal })
           const emailOf = emailCache()
           for (let i = 0; i < ids.length; i += pageSize) {
             if (i > 0) await nextTurn()
             opts.signal?.throwIfAborted()
-            const page = summaries(ids.slice(i, i + pageSize), emailOf)
+            const page = await summaries(ids.slice(i, i + pageSize), emailOf)
             if (page.length > 0) yield page
           }
         },
@@ -446,11 +454,10 @@ export function createAdmin(deps: AdminDeps): Admin {
     async overview({ sessions, signal }) {
       const emailOf = emailCache()
       const match = sessions.match
-      const keep = match === undefined ? undefined : (e: SessionEntry): boolean => match(emailOf(e.userId))
+      const keep = match === undefined ? undefined : async (e: SessionEntry): Promise<boolean> => match(await emailOf(e.userId))
       const perUser = new Map<string, number>()
       const { ids, total } = await scanLive({ by: 'lastUsedAt', keep, top: sessions.limit, perUser, signal })
-      const users = store
-        .listUsers()
+      const users = (await store.listUsers())
         .sort((a, b) => a.createdAt - b.createdAt || a.email.localeCompare(b.email))
         .map((u) => ({
           id: u.id,
@@ -461,21 +468,21 @@ export function createAdmin(deps: AdminDeps): Admin {
           sessions: perUser.get(u.id) ?? 0,
           mfaEnabled: u.mfa !== undefined,
         }))
-      return { users, sessions: summaries(ids, emailOf), sessionsTotal: total }
+      return { users, sessions: await summaries(ids, emailOf), sessionsTotal: total }
     },
 
     async revokeSession(id) {
-      const s = id.trim() === '' ? undefined : store.getSession(id.trim())
+      const s = id.trim() === '' ? undefined : await store.getSession(id.trim())
       if (s === undefined || !(await store.revokeSession(s.id))) {
         throw new AdminError('SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}.`)
       }
-      return sessionSummary(s, store.getUser(s.userId)?.email ?? null)
+      return sessionSummary(s, (await store.getUser(s.userId))?.email ?? null)
     },
 
     async revokeUserSessions(userRef) {
-      const user = resolveUser(userRef)
+      const user = await resolveUser(userRef)
       const revoked = await store.revokeUserSessions(user.id)
-      return { user: summary(user), revoked }
+      return { user: await summary(user), revoked }
     },
 
     async revokeAllSessions() {
@@ -484,8 +491,8 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async listKeys() {
       const at = now()
-      const stored = new Map(store.listKeys().map((k) => [k.kid, k]))
-      const keys = effectiveKeys(at)
+      const stored = new Map((await store.listKeys()).map((k) => [k.kid, k]))
+      const keys = await effectiveKeys(at)
       for (const k of keys) {
         // a next key that signs now, the key it replaced, a retiring key whose last token has
         // expired: record what every daemon already derives (the same values whoever writes them)
@@ -496,29 +503,29 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async rotateKey(algorithm, opts = {}) {
       const at = now()
-      const current = effectiveKeys(at)
+      const current = await effectiveKeys(at)
       const before = current.filter((k) => k.state === 'active')
       const fresh = newKey(algorithm, at)
       const lead = opts.now === true ? 0 : t.keyLeadMs
       // published now, signing from `activatedAt` (the store makes it active at once if no key signs)
       const key: KeyRecord = lead > 0 ? { ...fresh, state: 'next', activatedAt: at + lead } : fresh
       const added = await store.rotateKey(key, at)
-      const keys = effectiveKeys(at)
+      const keys = await effectiveKeys(at)
       const active = keys.find((k) => k.state === 'active') ?? added
       return {
-        key: summaryOf(added.kid, at) ?? keySummary(added),
+        key: (await summaryOf(added.kid, at)) ?? keySummary(added),
         active: keySummary(active),
         retiring: keys.filter((k) => k.state === 'retiring' && before.some((b) => b.kid === k.kid)).map(keySummary),
         replaced: current.filter((k) => k.state === 'next' && !keys.some((x) => x.kid === k.kid)).map(keySummary),
       }
     },
 
-    checkRevokeKey(kid) {
-      return keySummary(revocable(kid))
+    async checkRevokeKey(kid) {
+      return keySummary(await revocable(kid))
     },
 
     async revokeKey(kid, opts = {}) {
-      const key = revocable(kid)
+      const key = await revocable(kid)
       // never leave the daemon without a key to sign with: the active key goes with a replacement
       // that signs at once (a key still next is replaced by it too)
       let active: KeySummary | null = null

@@ -7,6 +7,8 @@ import type { Config } from '../config/types.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
 import type { LimitClearTarget, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
+import type { Keyring } from './keys.js'
+import type { MeAnswer, MeView } from './me-view.js'
 import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { AppError, isAppError } from './errors.js'
@@ -21,6 +23,7 @@ import { matchRecoveryCode, matchTotp } from './totp.js'
 import { newUserId } from './users.js'
 
 export type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
+export type { MeAnswer } from './me-view.js'
 
 export interface SignedIn {
   user: { id: string; email: string }
@@ -77,6 +80,10 @@ export interface AuthServiceDeps {
   hasher: PasswordHasher
   policy: PasswordPolicy
   tokens: AccessTokens
+  /** refreshed before a token is signed: a key rotated by authctl signs from the next one */
+  keyring: Pick<Keyring, 'refresh'>
+  /** /me's reads, and the checks of every access token (me-view.ts) */
+  meView: MeView
   limiter: RateLimiter
   now: () => number
   log: Logger
@@ -97,7 +104,7 @@ export interface AuthService {
    * request was admitted already: the HTTP layer admits first, so a refused login is answered
    * without a promise or a body read.
    */
-  admitLogin(client: ClientContext): { retryAfterS: number } | undefined
+  admitLogin(client: ClientContext): Promise<{ retryAfterS: number } | undefined>
   /**
    * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
    * body (whose promise rejects with its AppError) is counted like any other attempt.
@@ -109,13 +116,14 @@ export interface AuthService {
    */
   loginMfa(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
-  me(authorization: string | undefined): MeUser
+  /** /me: the user and its 200 body */
+  me(authorization: string | undefined): Promise<MeAnswer>
   /**
    * The live session and user an `Authorization: Bearer` header stands for, by the checks of /me
    * (and its two 401s: UNAUTHORIZED, INVALID_ACCESS_TOKEN), for the endpoints a signed-in user
    * calls about their own account. Counted in no metric: /me's are /me's.
    */
-  authenticate(authorization: string | undefined): Authenticated
+  authenticate(authorization: string | undefined): Promise<Authenticated>
   /** what a signed-in user does about their own account (account.ts), once authenticate()d */
   readonly account: Account
   /**
@@ -123,7 +131,7 @@ export interface AuthService {
    * for the other places a password is checked (the second factor's disable and new codes).
    */
   readonly loginCharges: LoginCharges
-  /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED) */
+  /** how many sessions /me remembers now (at most SESSIONS_REMEMBERED, me-view.ts) */
   readonly sessionsRemembered: number
   refresh(token: string | undefined, client: ClientContext): Promise<SignedIn>
   logout(token: string | undefined, body: Record<string, unknown>, client: ClientContext): Promise<void>
@@ -132,18 +140,18 @@ export interface AuthService {
    * address) or of an address (login.per_ip and its login.per_ip_email): `authctl limits clear`.
    * Returns how many limiter keys went.
    */
-  clearLoginLimits(target: LimitClearTarget): number
+  clearLoginLimits(target: LimitClearTarget): Promise<number>
 }
 
 /** The charge of a password check to the login limits, and its three endings. */
 export interface LoginCharges {
-  charge(email: string, userId: string, client: ClientContext): LoginCharge | { ok: false; limit: string; retryAfterS: number }
+  charge(email: string, userId: string, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }>
   /** un-counts a charge whose check never ran */
-  release(charge: LoginCharge): void
+  release(charge: LoginCharge): Promise<void>
   /** un-counts a charge whose check was turned away by the hash queue (503), then rethrows */
-  uncharged(charge: LoginCharge, err: unknown): never
+  uncharged(charge: LoginCharge, err: unknown): Promise<never>
   /** the password was right: the charge is not a failure, and the address's failures are forgotten */
-  cleared(charge: LoginCharge): void
+  cleared(charge: LoginCharge): Promise<void>
 }
 
 /** A password check charged to the login limits (chargeLogin in createAuthService). */
@@ -166,27 +174,7 @@ const BEARER = /^bearer +(\S+)\s*$/i
  */
 export const MAX_EMAIL_INPUT = 1024
 
-/**
- * Sessions whose record and user /me remembers, with the store's change counter they were read
- * at (see me()). Past it the oldest is forgotten and read again when next asked for.
- */
-export const SESSIONS_REMEMBERED = 4096
-
-/**
- * What /me needs of a session and its user, as read at `changes`. Plain values only, updated in
- * place when re-read: an entry replaced by a new object on every write (a login flood moves the
- * counter all the time) left old ones to pile up in the old generation until a full collection.
- */
-interface Remembered {
-  /** Store.changes() when these were read */
-  changes: number
-  userId: string
-  expiresAt: number
-  lastUsedAt: number
-  /** what /me answers of the user (frozen, as it is shared), or undefined once gone */
-  user: MeUser | undefined
-  disabled: boolean
-}
+export { SESSIONS_REMEMBERED } from './me-view.js'
 
 function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
   const { email, password } = body
@@ -196,39 +184,9 @@ function credentials(body: Record<string, unknown>): { email: string; password: 
 }
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {
-  const { config, store, hasher, tokens, limiter, log, events, refusals, devices, mfaTokens } = deps
+  const { config, store, hasher, tokens, limiter, log, events, refusals, devices, mfaTokens, meView } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
-
-  const remembered = new Map<string, Remembered>()
-  /** the session `sid` and its user as the store has them now (see me()) */
-  function sessionAndUser(sid: string, changes: number): Remembered | undefined {
-    let r = remembered.get(sid)
-    if (r !== undefined && r.changes === changes) return r
-    const session = store.getSession(sid)
-    if (session === undefined) {
-      if (r !== undefined) remembered.delete(sid)
-      return undefined
-    }
-    const user = store.getUser(session.userId)
-    if (r === undefined) {
-      if (remembered.size >= SESSIONS_REMEMBERED) remembered.delete(remembered.keys().next().value!)
-      r = { changes, userId: session.userId, expiresAt: session.expiresAt, lastUsedAt: session.lastUsedAt, user: undefined, disabled: false }
-      remembered.set(sid, r)
-    }
-    r.changes = changes
-    r.userId = session.userId
-    r.expiresAt = session.expiresAt
-    r.lastUsedAt = session.lastUsedAt
-    // the same object while the user's id, email and factor are as they were
-    const mfaEnabled = user?.mfa !== undefined
-    if (user === undefined) r.user = undefined
-    else if (r.user === undefined || r.user.id !== user.id || r.user.email !== user.email || r.user.mfaEnabled !== mfaEnabled) {
-      r.user = Object.freeze({ id: user.id, email: user.email, mfaEnabled })
-    }
-    r.disabled = user?.disabled ?? false
-    return r
-  }
 
   /**
    * The device the request's cookie names (the first value that verifies), and whether it names
@@ -251,25 +209,28 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
 
   /**
-   * The checks of /me. One read of the store's change counter; the keys, the session and the user
-   * are read again only when it moved. Any write by any process (a session revoked, a user
-   * disabled, a key revoked, by authd or authctl) moves it in the same transaction, so the next
-   * request sees it. `outcome` hears why a request was refused.
+   * The checks of /me (me-view.ts: the lookups of one turn are one read of the store, which any
+   * write by any process moves, so the next request sees it). `outcome` hears why a request was
+   * refused.
    */
-  function bearer(authorization: string | undefined, outcome?: (o: MeOutcome) => void): Authenticated {
+  async function bearer(authorization: string | undefined, outcome?: (o: MeOutcome) => void): Promise<MeAnswer> {
     const m = authorization === undefined ? null : BEARER.exec(authorization)
     if (m === null) {
       outcome?.('missing')
       throw new AppError('UNAUTHORIZED')
     }
-    const changes = store.changes()
-    const claims = tokens.verify(m[1]!, changes)
-    const found = claims === null ? undefined : sessionAndUser(claims.sid, changes)
-    if (found === undefined || found.userId !== claims!.sub || found.user === undefined || found.disabled || !isLive(found, deps.now(), sessionPolicy)) {
+    const found = await meView.check(m[1]!)
+    if (found === null) {
       outcome?.('invalid')
       throw new AppError('INVALID_ACCESS_TOKEN')
     }
-    return { user: found.user, sessionId: claims!.sid }
+    return found
+  }
+
+  /** an access token, signed by the key that signs now as the store has it */
+  async function sign(claims: Parameters<AccessTokens['sign']>[0]): Promise<{ token: string; expiresIn: number }> {
+    await deps.keyring.refresh()
+    return tokens.sign(claims)
   }
 
   async function startSession(user: UserRecord, client: ClientContext, amr: readonly string[]): Promise<SignedIn> {
@@ -295,7 +256,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       amr: [...amr],
     }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) })
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
-    const { token, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: sessionId, amr })
+    const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr })
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
   }
 
@@ -305,13 +266,6 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    */
   function stillGood(user: UserRecord | undefined, ticket: MfaTicket): user is UserRecord {
     return user !== undefined && !user.disabled && user.mfa !== undefined && passwordFingerprint(user.passwordHash) === ticket.fingerprint
-  }
-
-  /** resets `key`; 1 if it was held */
-  function forget(key: string): number {
-    const before = limiter.size()
-    limiter.reset(key)
-    return before - limiter.size()
   }
 
   function loginRefused(retryAfterS: number, limit: string, client: ClientContext): { retryAfterS: number } {
@@ -330,13 +284,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * failed login) both check passwords through it. When a limit is spent: which one (the first
    * without room), and when to retry.
    */
-  function chargeLogin(email: string, userId: string | undefined, client: ClientContext): LoginCharge | { ok: false; limit: string; retryAfterS: number } {
+  async function chargeLogin(email: string, userId: string | undefined, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }> {
     // A valid device cookie of this email's user: this browser signed in as them before, so the
     // attempt is counted per device instead of per email, and an attacker who spends the
     // email's budget does not lock the user out of their own browser (README, "Rate limits").
     const { device, ours } = deviceOf(client, userId)
     const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
-    const attempt = limiter.consume([
+    const attempt = await limiter.consume([
       { key: ipEmailKey, rule: rl.login.perIpEmail },
       ours
         ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
@@ -349,18 +303,18 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return { ok: true, token: attempt.token, ipEmailKey, device }
   }
   /** a check the hash queue turned away (503 Server busy) checked nothing: not a failed attempt */
-  function uncharged(charge: LoginCharge, err: unknown): never {
-    if (isAppError(err) && err.code === 'BUSY') limiter.release(charge.token)
+  async function uncharged(charge: LoginCharge, err: unknown): Promise<never> {
+    if (isAppError(err) && err.code === 'BUSY') await limiter.release(charge.token)
     throw err
   }
   /** the password was right: not a failure, and the failures of this address and email are forgotten */
-  function chargeCleared(charge: LoginCharge): void {
-    limiter.release(charge.token)
-    limiter.reset(charge.ipEmailKey)
+  async function chargeCleared(charge: LoginCharge): Promise<void> {
+    await limiter.release(charge.token)
+    await limiter.reset(charge.ipEmailKey)
   }
 
-  function admitLogin(client: ClientContext): { retryAfterS: number } | undefined {
-    const perIp = limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }])
+  async function admitLogin(client: ClientContext): Promise<{ retryAfterS: number } | undefined> {
+    const perIp = await limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }])
     return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
   }
 
@@ -379,7 +333,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
     async login(body, client, admitted = false) {
       if (!admitted) {
-        const refused = admitLogin(client)
+        const refused = await admitLogin(client)
         if (refused !== undefined) throw new AppError('TOO_MANY_LOGINS', refused)
       }
 
@@ -400,12 +354,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // is an unknown email, hashed against the dummy and counted like one (under its own key)
       const storable = input.email.length <= MAX_EMAIL_INPUT
       const email = storable ? canonicalEmail(input.email) : input.email
-      const user = storable && mayBeStoredEmail(email) ? store.getUserByEmail(email) : undefined
+      const user = storable && mayBeStoredEmail(email) ? await store.getUserByEmail(email) : undefined
       // counted before the hash, per device for a browser that signed in as this user before
-      const attempt = chargeLogin(email, user?.id, client)
+      const attempt = await chargeLogin(email, user?.id, client)
       if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, attempt.limit, client))
       const { device } = attempt
-      const uncounted = (err: unknown): never => uncharged(attempt, err)
+      const uncounted = (err: unknown): Promise<never> => uncharged(attempt, err)
 
       if (user === undefined) {
         // the dummy hash makes an unknown email cost what a wrong password costs (under the
@@ -423,7 +377,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_CREDENTIALS')
       }
 
-      chargeCleared(attempt)
+      await chargeCleared(attempt)
       // the hash the password was checked against, or what replaced it
       let checkedHash = user.passwordHash
       if (hasher.needsRehash(user.passwordHash)) {
@@ -477,14 +431,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('invalid')
         throw err
       }
-      const allowed = limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp, keep: Keep.ADDRESS }])
+      const allowed = await limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
         events.register('rate_limited')
         events.rateLimited('register.per_ip')
         refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
         throw new AppError('TOO_MANY_REGISTRATIONS', { retryAfterS: allowed.retryAfterS })
       }
-      if (store.getUserByEmail(email) !== undefined) {
+      if ((await store.getUserByEmail(email)) !== undefined) {
         events.register('conflict')
         throw new AppError('EMAIL_TAKEN')
       }
@@ -520,8 +474,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('MFA_FIELDS_REQUIRED')
       }
       const ticket = mfaTokens.verify(mfaToken)
-      const user = ticket === null ? undefined : store.getUser(ticket.userId)
-      if (ticket === null || !stillGood(user, ticket) || store.mfaTokenUsed(ticket.id, ticket.expiresAt)) {
+      const user = ticket === null ? undefined : await store.getUser(ticket.userId)
+      if (ticket === null || !stillGood(user, ticket) || (await store.mfaTokenUsed(ticket.id, ticket.expiresAt))) {
         events.mfa('invalid_token')
         log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, ...(user !== undefined && { userId: user.id }) }, 'second step refused')
         throw new AppError('INVALID_MFA_TOKEN')
@@ -530,7 +484,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // user whichever mfaToken it came with: fifty concurrent guesses against a limit of five
       // check exactly five codes.
       const mfaKey = limitKey('mfa_user', user!.id)
-      const attempt = limiter.consume([{ key: mfaKey, rule: rl.mfa.perUser, keep: Keep.ACCOUNT }])
+      const attempt = await limiter.consume([{ key: mfaKey, rule: rl.mfa.perUser, keep: Keep.ACCOUNT }])
       if (!attempt.ok) {
         events.mfa('rate_limited')
         events.rateLimited('mfa.per_user')
@@ -561,7 +515,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       if (outcome === 'invalid_token') {
         // used up by a concurrent second step: that was no guess at a code
-        limiter.release(attempt.token)
+        await limiter.release(attempt.token)
         events.mfa('invalid_token')
         log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, userId: user!.id }, 'second step refused')
         throw new AppError('INVALID_MFA_TOKEN')
@@ -572,8 +526,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_MFA_CODE')
       }
       // a right code: not a failure, and the user's earlier typos are forgiven
-      limiter.release(attempt.token)
-      limiter.reset(mfaKey)
+      await limiter.release(attempt.token)
+      await limiter.reset(mfaKey)
       const signedIn = await startSession(user!, client, amr)
       signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
       const method = totp ? 'totp' : 'recovery_code'
@@ -586,17 +540,18 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     },
 
     get sessionsRemembered() {
-      return remembered.size
+      return meView.size
     },
 
-    me(authorization) {
-      const { user } = bearer(authorization, events.me)
+    async me(authorization) {
+      const found = await bearer(authorization, events.me)
       events.me('success')
-      return user
+      return found
     },
 
-    authenticate(authorization) {
-      return bearer(authorization)
+    async authenticate(authorization) {
+      const { user, sessionId } = await bearer(authorization)
+      return { user, sessionId }
     },
 
     async refresh(token, client) {
@@ -610,7 +565,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const allowed = limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
+      const allowed = await limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
         events.refresh('rate_limited')
         events.rateLimited('refresh.per_ip')
@@ -631,30 +586,31 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         if (outcome.kind !== 'reuse') events.refresh(outcome.kind === 'expired' ? 'expired' : 'invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const user = store.getUser(outcome.session.userId)
+      const user = await store.getUser(outcome.session.userId)
       if (user === undefined || user.disabled) {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
       // the session's amr, as its login proved it (older sessions: a password)
-      const { token: accessToken, expiresIn } = tokens.sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr ?? AMR_PASSWORD })
+      const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr ?? AMR_PASSWORD })
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
       return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
     },
 
-    clearLoginLimits(target) {
+    async clearLoginLimits(target) {
+      // a key of one part is the only one of its axis with that part: resetByPart counts it
       if ('email' in target) {
-        return forget(limitKey('login_email', target.email)) + limiter.resetByPart('login_ip_email', 1, target.email)
+        return (await limiter.resetByPart('login_email', 0, target.email)) + (await limiter.resetByPart('login_ip_email', 1, target.email))
       }
-      return forget(limitKey('login_ip', target.ipKey)) + limiter.resetByPart('login_ip_email', 0, target.ipKey)
+      return (await limiter.resetByPart('login_ip', 0, target.ipKey)) + (await limiter.resetByPart('login_ip_email', 0, target.ipKey))
     },
 
     async logout(token, body, client) {
       if (token === undefined || !REFRESH_TOKEN.test(token)) return
       // any token of the session, the live one or a used one: whoever holds one may end it
       const hash = hashToken(token)
-      const sid = store.findSessionIdByRefreshHash(hash, familyHashOf(token))
-      const session = sid === undefined ? undefined : store.getSession(sid)
+      const sid = await store.findSessionIdByRefreshHash(hash, familyHashOf(token))
+      const session = sid === undefined ? undefined : await store.getSession(sid)
       if (session === undefined) return
       // every session of the user, though, only for the holder of the live token
       if (body.all === true && sameHash(hash, session.refreshHash)) {

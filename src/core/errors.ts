@@ -40,6 +40,7 @@ export const errorRegistry = {
   INTERNAL: { status: 500, message: 'Internal server error' },
   BUSY: { status: 503, message: 'Server busy, try again shortly' },
   NOT_READY: { status: 503, message: 'Not ready' },
+  STORE_UNAVAILABLE: { status: 503, message: 'Service unavailable' },
 } as const
 
 export type ErrorCode = keyof typeof errorRegistry

@@ -63,40 +63,56 @@ export interface Keyring {
   signing(): LoadedKey
   /**
    * A key that may verify tokens now (active or retiring, or next: it is published already, and
-   * another instance may start signing with it a moment before this one), or undefined. `changes` is the
-   * store's change counter if the caller has just read it (see reload).
+   * another instance may start signing with it a moment before this one), or undefined. From the
+   * keys as last loaded (see sync), their states derived again whenever time alone changes them.
    */
-  verifying(kid: string, changes?: number): LoadedKey | undefined
+  verifying(kid: string): LoadedKey | undefined
   /** the public keys that verify current tokens, and those of keys about to sign (next) */
   jwks(): { keys: LoadedKey['jwk'][] }
   /**
-   * Re-reads the store if its keys changed (cheap when they did not): one read of the store's
-   * change counter, none when the caller passes it in, and the keys version only when that
-   * counter moved.
+   * Loads the keys again when `keysVersion` (the store's, as the caller has just read it: /me's
+   * one read per turn, core/me-view.ts) is not the one loaded; resolves to whether it did.
    */
-  reload(changes?: number): boolean
+  sync(keysVersion: number): Promise<boolean>
+  /**
+   * Reads the store's keys version and syncs (before signing, and for the JWKS). Calls made while
+   * a read is under way share it: a flood of JWKS requests is one read at a time.
+   */
+  refresh(): Promise<boolean>
+  /** the keys version loaded */
+  readonly version: number
+  /** increases whenever the keys in use change (loaded again, or a state changed by time) */
+  readonly generation: number
 }
 
 /**
- * Builds the daemon's keyring over the store. It checks the store's keys version on every use,
- * so keys rotated or revoked by authctl take effect on the next request, without a restart.
+ * Builds the daemon's keyring over the store, loaded. It holds the keys as of the store's keys
+ * version it last saw: whoever reads that version (me-view on every turn with a /me, refresh()
+ * before a token is signed) hands it in, so keys rotated or revoked by authctl take effect on the
+ * next request, without a restart.
  */
-export function createKeyring(deps: { store: Store; now: () => number; verifyWindowMs: number }): Keyring {
+export async function createKeyring(deps: { store: Store; now: () => number; verifyWindowMs: number }): Promise<Keyring> {
   let version = -1
-  // the store's change counter when the keys version was last read
-  let seenChanges = -1
+  let generation = 0
+  let records: KeyRecord[] = []
   let byKid = new Map<string, LoadedKey>()
   let active: LoadedKey | undefined
   let jwks: { keys: LoadedKey['jwk'][] } = { keys: [] }
   // the earliest moment a key changes state by time alone (next → active, retiring → retired)
   let nextChange = Infinity
+  // loads started, and the last one applied: an older load finishing late is not applied
+  let started = 0
+  let applied = 0
+  let loading: { version: number; promise: Promise<boolean> } | undefined
+  let refreshing: Promise<boolean> | undefined
 
-  const load = (): void => {
+  /** the keys in use, from `records` as they stand now */
+  const build = (): void => {
     const now = deps.now()
     const next = new Map<string, LoadedKey>()
     let nextActive: LoadedKey | undefined
-    const states = keyStates(deps.store.listKeys(), now, deps.verifyWindowMs)
-    // the moment a next key starts signing or a retiring key retires: state is re-derived then
+    const states = keyStates(records, now, deps.verifyWindowMs)
+    // the moment a next key starts signing or a retiring key retires: state is derived again then
     nextChange = nextKeyChange(states, deps.verifyWindowMs)
     for (const rec of states) {
       const state = rec.state
@@ -118,36 +134,62 @@ export function createKeyring(deps: { store: Store; now: () => number; verifyWin
     byKid = next
     active = nextActive
     jwks = { keys: [...next.values()].map((k) => k.jwk) }
+    generation++
+  }
+  /** derives the states again once time alone has changed one */
+  const current = (): void => {
+    if (nextChange !== Infinity && deps.now() >= nextChange) build()
   }
 
   const ring: Keyring = {
     signing() {
-      ring.reload()
+      current()
       if (active === undefined) throw new Error('no active signing key')
       return active
     },
-    verifying(kid, changes) {
-      // the store's change counter checked on every call (given by the caller, or one cheap read),
-      // so a key revoked by authctl is refused on the very next request
-      ring.reload(changes)
+    verifying(kid) {
+      current()
       return byKid.get(kid)
     },
     jwks() {
-      // re-read like signing/verifying do: a key rotated or revoked by authctl shows at once
-      ring.reload()
+      current()
       return jwks
     },
-    reload(changes = deps.store.changes()) {
-      const now = deps.now()
-      if (changes === seenChanges && now < nextChange) return false
-      seenChanges = changes
-      const v = deps.store.keysVersion()
-      if (v === version && now < nextChange) return false
-      version = v
-      load()
-      return true
+    sync(keysVersion) {
+      if (keysVersion === version) return Promise.resolve(false)
+      if (loading !== undefined && loading.version === keysVersion) return loading.promise
+      const seq = ++started
+      const promise = deps.store.listKeys().then((keys) => {
+        if (seq < applied) return false
+        applied = seq
+        records = keys
+        version = keysVersion
+        build()
+        return true
+      })
+      loading = { version: keysVersion, promise }
+      const done = (): void => {
+        if (loading?.promise === promise) loading = undefined
+      }
+      promise.then(done, done)
+      return promise
+    },
+    refresh() {
+      refreshing ??= deps.store
+        .keysVersion()
+        .then((v) => ring.sync(v))
+        .finally(() => {
+          refreshing = undefined
+        })
+      return refreshing
+    },
+    get version() {
+      return version
+    },
+    get generation() {
+      return generation
     },
   }
-  ring.reload()
+  await ring.refresh()
   return ring
 }

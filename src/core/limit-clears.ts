@@ -14,27 +14,39 @@ export interface LimitClearWatch {
 }
 
 /**
- * Applies every request recorded after this call, `apply` once per request, until stopped.
- * Requests made before it started are not applied (a starting daemon holds no limits anyway).
+ * Applies every request recorded after this call, `apply` once per request (in order, each
+ * awaited), until stopped. Requests made before it started are not applied (a starting daemon
+ * holds no limits anyway). One poll at a time: a slow store delays the next, never stacks them.
  */
 export function watchLimitClears(opts: {
   store: Pick<Store, 'limitClearsAfter'>
-  apply: (target: LimitClearTarget) => void
+  apply: (target: LimitClearTarget) => unknown
   onError: (err: unknown) => void
   intervalMs?: number
 }): LimitClearWatch {
-  let seen = opts.store.limitClearsAfter(0).at(-1)?.seq ?? 0
-  const poll = (): void => {
+  // the newest request when the watch starts: only later ones are applied
+  let seen: number | undefined
+  let polling = false
+  const poll = async (): Promise<void> => {
+    if (polling) return
+    polling = true
     try {
-      for (const c of opts.store.limitClearsAfter(seen)) {
+      if (seen === undefined) {
+        seen = (await opts.store.limitClearsAfter(0)).at(-1)?.seq ?? 0
+        return
+      }
+      for (const c of await opts.store.limitClearsAfter(seen)) {
         seen = c.seq
-        opts.apply(c.target)
+        await opts.apply(c.target)
       }
     } catch (err) {
       opts.onError(err)
+    } finally {
+      polling = false
     }
   }
-  const timer = setInterval(poll, opts.intervalMs ?? LIMIT_CLEAR_POLL_MS).unref()
+  void poll()
+  const timer = setInterval(() => void poll(), opts.intervalMs ?? LIMIT_CLEAR_POLL_MS).unref()
   return { stop: () => clearInterval(timer) }
 }
 

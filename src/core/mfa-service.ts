@@ -45,8 +45,8 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
   const { config, store, hasher, loginCharges, log, events, refusals } = deps
 
   /** the caller's record; its token was checked against the store just now */
-  const userOf = (who: Authenticated): UserRecord => {
-    const user = store.getUser(who.user.id)
+  const userOf = async (who: Authenticated): Promise<UserRecord> => {
+    const user = await store.getUser(who.user.id)
     if (user === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
     return user
   }
@@ -61,7 +61,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       events.mfaAccount('wrong_password')
       throw new AppError('CURRENT_PASSWORD_INCORRECT')
     }
-    const charge = loginCharges.charge(user.email, user.id, client)
+    const charge = await loginCharges.charge(user.email, user.id, client)
     if (!charge.ok) {
       events.rateLimited(charge.limit)
       refusals.refused({ event: 'login', limit: charge.limit, ip: client.ip }, 'login refused by rate limit')
@@ -73,12 +73,12 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       log.info({ event: 'mfa_change', outcome: 'wrong_password', ip: client.ip, userId: user.id }, 'second-factor change refused')
       throw new AppError('CURRENT_PASSWORD_INCORRECT')
     }
-    loginCharges.cleared(charge)
+    await loginCharges.cleared(charge)
   }
 
   return {
     async setup(who) {
-      const user = userOf(who)
+      const user = await userOf(who)
       if (user.mfa !== undefined) throw new AppError('MFA_ALREADY_ENABLED')
       const secret = newTotpSecret()
       const stored = await store.updateUser(user.id, (u) => (u.mfa !== undefined ? u : { ...u, mfaSetup: { secret, createdAt: deps.now() } }))
@@ -90,7 +90,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
     },
 
     async confirm(who, body) {
-      const user = userOf(who)
+      const user = await userOf(who)
       const setup = user.mfaSetup
       if (setup === undefined) throw new AppError('MFA_NO_SETUP')
       const now = deps.now()
@@ -115,7 +115,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
     },
 
     async disable(who, body, client) {
-      const user = userOf(who)
+      const user = await userOf(who)
       if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       await checkPassword(user, body.password, client)
       const now = deps.now()
@@ -128,7 +128,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
     },
 
     async newRecoveryCodes(who, body, client) {
-      const user = userOf(who)
+      const user = await userOf(who)
       if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       await checkPassword(user, body.password, client)
       const { codes, hashes } = newRecoveryCodes(user.id)

@@ -85,7 +85,7 @@ export interface HasherOptions extends HashParams {
   /** waiting hashes beyond which new ones are refused with 503 */
   maxQueue: number
   /** the stored hashes per parameter set (Store.hashTally); without it the dummy runs the configured parameters */
-  tally?: () => Readonly<Record<string, number>>
+  tally?: () => Promise<Readonly<Record<string, number>>>
   /** [0, 1) for an email, fixed per email (tests inject their own); default a keyed hash of it */
   uniform?: (email: string | undefined) => number
 }
@@ -167,7 +167,7 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
       return verifyEncoded(encoded, password)
     },
     async verifyDummy(password, email) {
-      const params = opts.tally === undefined ? configured : dummyParamsFor(opts.tally(), uniform(email), configured)
+      const params = opts.tally === undefined ? configured : dummyParamsFor(await opts.tally(), uniform(email), configured)
       await verifyEncoded(dummyFor(params), password)
       return false
     },

@@ -151,7 +151,7 @@ interface Counted {
 /** Expired keys dropped per consume: more than any consume can add, so memory falls back with traffic. */
 const SWEEP_CHUNK = 32
 
-export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions): RateLimiter {
+export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions): MemoryRateLimiter {
   // Keyed by window length: a key under two rules of different lengths is two counters.
   const windows = new Map<number, Window>()
   const issued = new WeakMap<ConsumeToken, Counted[]>()
@@ -361,5 +361,26 @@ export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions)
     resetByPart,
     prune: () => sweep(clock(), Infinity),
     size: () => held,
+  }
+}
+
+/**
+ * The in-process limiter behind the asynchronous interface the daemon uses (RateLimiter): every
+ * answer is already settled, nothing waits on I/O. `memory` is the limiter itself, for what only
+ * the in-process one has (its size for the metrics, the idle prune).
+ */
+export function asyncLimiter(mem: MemoryRateLimiter): RateLimiter & { readonly memory: MemoryRateLimiter } {
+  return {
+    memory: mem,
+    consume: (entries) => Promise.resolve(mem.consume(entries)),
+    release: (token) => {
+      mem.release(token)
+      return Promise.resolve()
+    },
+    reset: (key) => {
+      mem.reset(key)
+      return Promise.resolve()
+    },
+    resetByPart: (axis, index, part) => Promise.resolve(mem.resetByPart(axis, index, part)),
   }
 }

@@ -212,7 +212,7 @@ export async function sweepExpiredSessions(
   }
   let after: SessionCursor | undefined
   for (;;) {
-    const entries = store.sessionEntries({ after, limit: chunk })
+    const entries = await store.sessionEntries({ after, limit: chunk })
     if (entries.length > 0) after = entries[entries.length - 1]
     const due: string[] = []
     const walked: SessionEntry[][] = []

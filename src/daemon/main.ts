@@ -103,8 +103,10 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
     // the default public URL names the port actually chosen
     config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
   }
-  if (socket !== null) log.info({ event: 'listening', socket, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
-  else log.info({ event: 'listening', url: running.url, port: running.port, data: config.store.path, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+  // the store as people read it: a URL's password is shown as ***
+  const store = { backend: services.store.backend, location: services.store.location }
+  if (socket !== null) log.info({ event: 'listening', socket, store, config: file, dev: config.dev }, `authd listening on ${running.url}`)
+  else log.info({ event: 'listening', url: running.url, port: running.port, store, config: file, dev: config.dev }, `authd listening on ${running.url}`)
   // not left to the next batch of lines: whoever waits for this line (a supervisor, a script
   // reading the port chosen by --port 0) sees it at once
   log.flush()

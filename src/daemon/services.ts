@@ -15,12 +15,13 @@ import { createMfaService, type MfaService } from '../core/mfa-service.js'
 import { createMfaTokens, newMfaKey } from '../core/mfa-tokens.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
 import { createPasswordPolicy } from '../core/password-policy.js'
-import { createRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
+import { createMeView, type MeView } from '../core/me-view.js'
+import { asyncLimiter, createRateLimiter, type MemoryRateLimiter, type RateLimiter } from '../core/rate-limiter.js'
 import { createRefusalLog } from '../core/refusal-log.js'
 import { sweepExpiredSessions } from '../core/sessions.js'
 import { createApp, type Handler } from '../http/app.js'
 import { createMetrics, type Metrics } from '../http/metrics.js'
-import { openLmdbStore } from '../store/lmdb-store.js'
+import { openStore } from '../store/open.js'
 import type { Store } from '../store/store.js'
 
 export interface Services {
@@ -28,7 +29,12 @@ export interface Services {
   store: Store
   hasher: PasswordHasher
   keyring: Keyring
+  /** the limiter requests are counted in: the database's (PostgreSQL), else the in-process one */
   limiter: RateLimiter
+  /** the in-process limiter, when that is the one in use (its size, its prune), else null */
+  memoryLimiter: MemoryRateLimiter | null
+  /** /me's reads and the checks of access tokens */
+  meView: MeView
   auth: AuthService
   /** a signed-in user's second factor */
   mfa: MfaService
@@ -46,6 +52,10 @@ export interface ServiceOptions {
   logger?: Logger
   /** an already open store (tests share one) */
   store?: Store
+  /** the limiter to count in (default: the one openStore gives, else one in process) */
+  limiter?: RateLimiter
+  /** how often /readyz asks the store whether it answers, at most (default 1 s) */
+  readyPingMs?: number
   processMetrics?: boolean
   hashConcurrency?: number
   /** hashes waiting beyond which logins are refused with 503 (default 512) */
@@ -66,10 +76,11 @@ export const defaultHashConcurrency = (): number => Math.max(1, Math.min(2, os.a
 export async function createServices(config: Config, opts: ServiceOptions = {}): Promise<Services> {
   const now = opts.now ?? Date.now
   const log = opts.logger ?? createLogger({ level: config.log.level, destination: opts.logDestination })
-  const store = opts.store ?? (await openLmdbStore({ path: config.store.path }))
+  const opened = opts.store !== undefined ? { store: opts.store, limiter: null } : await openStore(config.store, { log })
+  const store = opened.store
   const t = config.tokens
   await store.ensureActiveKey(() => generateKey(t.algorithm, now()))
-  const keyring = createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
+  const keyring = await createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
   const p = config.passwords
   const [hasher, policy] = await Promise.all([
     createPasswordHasher({
@@ -95,39 +106,72 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     evictionsSaid = performance.now()
   }
   const evictionTimer = setInterval(sayEvictions, 10_000).unref()
-  const limiter = createRateLimiter({
-    maxKeys: config.rateLimit.maxKeys,
-    now,
-    onEvict: (n) => {
-      metrics.limiterEvicted(n)
-      evicted += n
-      sayEvictions()
-    },
-  })
+  const given = opts.limiter ?? opened.limiter
+  const memoryLimiter =
+    given !== null
+      ? null
+      : createRateLimiter({
+          maxKeys: config.rateLimit.maxKeys,
+          now,
+          onEvict: (n) => {
+            metrics.limiterEvicted(n)
+            evicted += n
+            sayEvictions()
+          },
+        })
+  const limiter = given ?? asyncLimiter(memoryLimiter!)
   const devices = createDeviceCookies(await store.ensureDeviceKey(newDeviceKey))
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
   const mfaTokens = createMfaTokens(await store.ensureMfaKey(newMfaKey), now)
-  const auth = createAuthService({ config, store, hasher, policy, tokens, limiter, now, log, events: metrics.events, refusals, devices, mfaTokens })
+  const meView = createMeView({ store, keyring, tokens, now, sessions: config.sessions })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, keyring, meView, limiter, now, log, events: metrics.events, refusals, devices, mfaTokens })
   const mfa = createMfaService({ config, store, hasher, loginCharges: auth.loginCharges, now, log, events: metrics.events, refusals })
   let ready = true
   let closing: Promise<void> | undefined
-  const handler = createApp({ config, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: () => ready })
+  // /readyz: not draining, and the store answers. One ping at a time, at most one a second,
+  // whatever the number of probes: its answer is shared until then.
+  const pingEveryMs = opts.readyPingMs ?? 1000
+  let pinged: { at: number; answer: Promise<boolean> } | undefined
+  // said once when the store stops answering, and once when it is back
+  let answering = true
+  const storeAnswers = (): Promise<boolean> => {
+    const at = performance.now()
+    if (pinged === undefined || at - pinged.at >= pingEveryMs) {
+      pinged = {
+        at,
+        answer: store.ping().then(
+          () => {
+            if (!answering) log.info({ event: 'store_available' }, 'the store answers again')
+            answering = true
+            return true
+          },
+          (err: unknown) => {
+            if (answering) log.warn({ event: 'store_unavailable', err }, 'the store does not answer: /readyz says 503')
+            answering = false
+            return false
+          },
+        ),
+      }
+    }
+    return pinged.answer
+  }
+  const isReady = async (): Promise<boolean> => ready && (await storeAnswers()) && ready
+  const handler = createApp({ config, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: isReady })
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
-  const pruneTimer = setInterval(() => limiter.prune(), 30_000).unref()
+  const pruneTimer = setInterval(() => memoryLimiter?.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {
     sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
   }, 10 * 60_000).unref()
   // audit events older than audit.retention; the last removed one's hash stays as the chain's anchor
-  const auditRetentionMs = (config as { audit?: { retentionMs?: number } }).audit?.retentionMs ?? 90 * 86_400_000
   const auditTimer = setInterval(() => {
-    store.sweepAudit(now() - auditRetentionMs).catch((err: unknown) => log.error({ err }, 'audit sweep failed'))
+    store.sweepAudit(now() - config.audit.retentionMs).catch((err: unknown) => log.error({ err }, 'audit sweep failed'))
   }, opts.auditSweepMs ?? 10 * 60_000).unref()
   // authctl limits clear, from any process on this store
   const limitClears = watchLimitClears({
     store,
-    apply: (target) => {
-      const keys = auth.clearLoginLimits(target)
+    apply: async (target) => {
+      const keys = await auth.clearLoginLimits(target)
       log.info({ event: 'limits_cleared', target: 'email' in target ? 'email' : target.ipKey, keys }, 'login limits cleared by authctl')
     },
     onError: (err) => log.error({ err }, 'reading limit-clear requests failed'),
@@ -138,6 +182,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     hasher,
     keyring,
     limiter,
+    memoryLimiter,
+    meView,
     auth,
     mfa,
     metrics,

@@ -17,6 +17,7 @@ import { createOriginPolicy } from './cors.js'
 import { createDeviceCookie } from './device-cookie.js'
 import type { Metrics } from './metrics.js'
 import type { RefusalLog } from '../core/refusal-log.js'
+import { StoreUnavailableError } from '../store/store.js'
 
 export interface HttpLogger {
   info(obj: object, msg?: string): void
@@ -39,8 +40,8 @@ export interface AppDeps {
    * largest cost of a /me after the signature check (docs/performance.md).
    */
   requestLog?: RequestLog
-  /** store and keys loaded, not draining */
-  ready: () => boolean
+  /** store and keys loaded, not draining, and the store answers (/readyz) */
+  ready: () => boolean | Promise<boolean>
   /**
    * Where the request lines of one client's junk (400, 404, 405, 431) are gathered, so that a
    * client sending thousands of them a second writes one line at once and one `request_repeated`
@@ -99,7 +100,6 @@ export function createApp(deps: AppDeps): Handler {
   const clientIpOf = clientIpMemo(createClientIp(config.server.trustProxy, { unixSocket: config.server.socket !== null }))
   const bodyLimit = config.server.bodyLimit
   const bootId = randomBytes(4).toString('hex')
-  const meBodies = new WeakMap<object, { text: string; length: number }>()
   let seq = 0
 
   // The request is counted and logged when its response is handed to the socket, by whichever
@@ -142,6 +142,8 @@ export function createApp(deps: AppDeps): Handler {
 
   const sendError = (x: Exchange, err: unknown): void => {
     if (x.res.headersSent) return
+    // the store's database cannot be reached: try again in a second (never a 500)
+    if (err instanceof StoreUnavailableError) return fail(x, 'STORE_UNAVAILABLE', 1)
     if (!isAppError(err)) {
       log.error({ reqId: x.id, err }, 'unexpected error')
       err = new AppError('INTERNAL')
@@ -182,19 +184,19 @@ export function createApp(deps: AppDeps): Handler {
 
   const routes: Record<string, Partial<Record<string, RouteHandler>>> = {
     '/api/auth/login': {
-      POST: (x) => {
+      POST: async (x) => {
         // login.per_ip counts every login request, malformed ones and foreign origins too
-        // (README, "Rate limits"), so it is charged before anything else is looked at; a login it refuses is
-        // answered here and then, without a promise, and its body is never parsed (node discards
-        // it once the 429 is written). A foreign origin is still told 403 first.
+        // (README, "Rate limits"), so it is charged before anything else is looked at; a login it
+        // refuses is answered at once, and its body is never parsed (node discards it once the
+        // 429 is written). A foreign origin is still told 403 first.
         const client = x.client()
-        const refused = auth.admitLogin(client)
+        const refused = await auth.admitLogin(client)
         checkOrigin(x)
         if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
         // the body is read only when the use-case awaits it
         let read: Promise<Record<string, unknown>> | undefined
         const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
-        return auth.login(body, withDevices(x), true).then((s) => loggedIn(x, s))
+        loggedIn(x, await auth.login(body, withDevices(x), true))
       },
     },
     '/api/auth/login/mfa': {
@@ -206,27 +208,27 @@ export function createApp(deps: AppDeps): Handler {
     },
     '/api/auth/mfa/totp/setup': {
       POST: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         await readJsonBody(x.req, bodyLimit)
         ok(x, 200, await mfa.setup(who))
       },
     },
     '/api/auth/mfa/totp/confirm': {
       POST: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         ok(x, 200, await mfa.confirm(who, await readJsonBody(x.req, bodyLimit)))
       },
     },
     '/api/auth/mfa/totp/disable': {
       POST: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         await mfa.disable(who, await readJsonBody(x.req, bodyLimit), x.client())
         ok(x, 200, {})
       },
     },
     '/api/auth/mfa/recovery-codes': {
       POST: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         ok(x, 200, await mfa.newRecoveryCodes(who, await readJsonBody(x.req, bodyLimit), x.client()))
       },
     },
@@ -262,24 +264,17 @@ export function createApp(deps: AppDeps): Handler {
       },
     },
     '/api/auth/me': {
-      GET: (x) => {
-        const user = auth.me(firstHeader(x.req, 'authorization'))
-        // auth.me answers with the same frozen object while the user's id and email are as they
-        // were: its body is written once and kept with it
-        let body = meBodies.get(user)
-        if (body === undefined) {
-          const text = JSON.stringify({ success: true, data: user })
-          body = { text, length: Buffer.byteLength(text) }
-          meBodies.set(user, body)
-        }
-        sendText(x, 200, body.text, body.length)
+      GET: async (x) => {
+        // the body comes made (core/me-view.ts keeps it with the user it answers)
+        const me = await auth.me(firstHeader(x.req, 'authorization'))
+        sendText(x, 200, me.body, me.bytes)
       },
     },
     // a signed-in user's own account (README, "Your own account"): the token is checked before
     // the body is read
     '/api/auth/password': {
       POST: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         const body = await readJsonBody(x.req, bodyLimit)
         // the device cookie counts as at login: a wrong current password is a failed login
         await auth.account.changePassword(who, body, withDevices(x))
@@ -287,17 +282,19 @@ export function createApp(deps: AppDeps): Handler {
       },
     },
     '/api/auth/sessions': {
-      GET: (x) => ok(x, 200, { sessions: auth.account.sessions(auth.authenticate(firstHeader(x.req, 'authorization'))) }),
+      GET: async (x) => ok(x, 200, { sessions: await auth.account.sessions(await auth.authenticate(firstHeader(x.req, 'authorization'))) }),
     },
     '/api/auth/sessions/:id': {
       DELETE: async (x) => {
-        const who = auth.authenticate(firstHeader(x.req, 'authorization'))
+        const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
         await auth.account.revokeSession(who, x.params.id ?? '', x.client())
         ok(x, 200, {})
       },
     },
     '/.well-known/jwks.json': {
-      GET: (x) => {
+      GET: async (x) => {
+        // the keys as the store has them now: one read of its keys version
+        await keyring.refresh()
         const text = JSON.stringify(keyring.jwks())
         x.res.writeHead(200, {
           'content-type': 'application/json; charset=utf-8',
@@ -312,8 +309,8 @@ export function createApp(deps: AppDeps): Handler {
     },
     '/healthz': { GET: (x) => ok(x, 200, { status: 'ok' }) },
     '/readyz': {
-      GET: (x) => {
-        if (!deps.ready()) throw new AppError('NOT_READY')
+      GET: async (x) => {
+        if (!(await deps.ready())) throw new AppError('NOT_READY')
         ok(x, 200, { status: 'ready' })
       },
     },

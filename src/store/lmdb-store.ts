@@ -410,7 +410,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     createUser: (user, events) =>
       write((changed) => {
         if (emails.get(user.email) !== undefined) return false
-        if (tooLong(user.email) || tooLong(user.id)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
+        if (tooLong(user.email) || tooLong(user.id)) throw new StoreError('KEY_TOO_LONG', 'email or id too long for the store')
         emails.put(user.email, user.id)
         users.put(user.id, user)
         tallyHash(user.passwordHash, 1)
@@ -775,7 +775,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         // A store without users may still hold what a daemon made on its first start (a key,
         // the secrets, audit events of failed logins): the export's replace them, so the keys,
         // the sessions and the audit log are the export's alone.
-        for (const d of [sessions, userSessions, refresh, sessionTokens, keys, mfaUsed, audit, auditIndex] as Database<unknown, Key | number>[]) {
+        for (const d of [emails, sessions, userSessions, refresh, sessionTokens, keys, mfaUsed, audit, auditIndex] as Database<unknown, Key | number>[]) {
           for (const key of [...d.getKeys()]) d.remove(key)
         }
         meta.remove('hash_tally')

@@ -37,5 +37,5 @@ export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
     }
   }, [stdout, props.rows])
 
-  return <Screen state={state} dataDir={deps.dataDir} now={deps.now()} />
+  return <Screen state={state} storeLabel={deps.storeLabel} now={deps.now()} />
 }

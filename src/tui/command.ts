@@ -7,7 +7,7 @@ import type { BaseDeps } from '../cli/deps.js'
 import { openStoreDeps } from '../cli/deps.js'
 import { UsageError } from '../cli/errors.js'
 import { runTui } from './run.js'
-import { createStoreTuiDeps } from './store-deps.js'
+import { createStoreTuiDeps, storeLabel } from './store-deps.js'
 
 export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream; stdout?: NodeJS.WriteStream } = {}): Promise<void> {
   const stdin = io.stdin ?? process.stdin
@@ -18,7 +18,7 @@ export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream
   const config = await base.config()
   const deps = await openStoreDeps(base, { create: false })
   try {
-    const tui = createStoreTuiDeps({ admin: deps.admin, store: deps.store, dataDir: deps.store.path, publicUrl: config.server.publicUrl, now: base.now })
+    const tui = createStoreTuiDeps({ admin: deps.admin, store: deps.store, storeLabel: storeLabel(deps.store), publicUrl: config.server.publicUrl, now: base.now })
     await runTui(tui, { stdin, stdout })
   } finally {
     await deps.close()

@@ -108,8 +108,8 @@ export interface SmokeStepEvent {
 }
 
 export interface TuiDeps {
-  /** the data directory, for the header */
-  dataDir: string
+  /** which store, for the header: its backend and where it is ("LMDB /var/lib/authd", "PostgreSQL postgres://authd:***@db/authd") */
+  storeLabel: string
   /** the URL the smoke view starts with (server.public_url) */
   defaultSmokeUrl: string
   /** the smoke step names in order, shown before a run */

@@ -18,14 +18,14 @@ import { UsersView } from './users-view.js'
 
 export const WIDTH = 79
 
-function Header(props: { state: State; dataDir: string }) {
+function Header(props: { state: State; storeLabel: string }) {
   const s = props.state.snapshot
   const counts = s === null ? 'reading…' : [plural(s.users.length, 'user'), plural(s.sessions.length, 'session'), plural(s.keys.length, 'key')].join(' · ')
   return (
     <Box width={WIDTH} justifyContent="space-between">
       <Box flexShrink={1} paddingRight={2}>
         <Text wrap="truncate-start">
-          <Text bold>authd</Text> · data {props.dataDir}
+          <Text bold>authd</Text> · {props.storeLabel}
         </Text>
       </Box>
       <Box flexShrink={0}>
@@ -110,12 +110,12 @@ export function footerLines(state: State): [string, string] {
   }
 }
 
-export function Screen(props: { state: State; dataDir: string; now: number }) {
+export function Screen(props: { state: State; storeLabel: string; now: number }) {
   const { state } = props
   const [line1, line2] = footerLines(state)
   return (
     <Box flexDirection="column" width={WIDTH}>
-      <Header state={state} dataDir={props.dataDir} />
+      <Header state={state} storeLabel={props.storeLabel} />
       <Tabs state={state} />
       <Text>{'─'.repeat(WIDTH)}</Text>
       <Body state={state} height={state.listRows + 2} now={props.now} />

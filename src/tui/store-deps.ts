@@ -15,7 +15,8 @@ export interface StoreTuiDepsOptions {
   admin: Admin
   /** the audit log's reads */
   store: Pick<Store, 'auditEvents'>
-  dataDir: string
+  /** the header's name for the store (storeLabel) */
+  storeLabel: string
   /** server.public_url */
   publicUrl: string
   now?: () => number
@@ -76,11 +77,14 @@ function smokeUrl(url: string): string {
   return parsed.origin + parsed.pathname
 }
 
+/** a store as the header names it: its backend, and its location (a URL's password as ***) */
+export const storeLabel = (store: Pick<Store, 'backend' | 'location'>): string => `${store.backend === 'lmdb' ? 'LMDB' : 'PostgreSQL'} ${store.location}`
+
 export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
   const { admin } = opts
   const runSmoke = opts.runSmoke ?? (async (o: SmokeOptions) => (await import('../cli/smoke-steps.js')).runSmoke(o))
   return {
-    dataDir: opts.dataDir,
+    storeLabel: opts.storeLabel,
     defaultSmokeUrl: opts.publicUrl,
     smokeStepNames: [...SMOKE_STEP_NAMES],
     now: opts.now ?? Date.now,
@@ -125,7 +129,7 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
 
     rotateKey: async () => keyRow((await admin.rotateKey()).key),
     checkRevokeKey: async (kid) => {
-      admin.checkRevokeKey(kid)
+      await admin.checkRevokeKey(kid)
     },
     revokeKey: async (kid) => {
       await admin.revokeKey(kid)

@@ -30,6 +30,6 @@ t.test('authctl revokes a session whose id starts with "-" (regression: it was t
   const r = await ctl(['sessions', 'revoke', id])
   t.equal(r.code, 0, r.stderr)
   t.equal(r.stdout, `Revoked session ${id} of ann@example.com.\n`)
-  t.equal(store.getSession(id), undefined)
+  t.equal(await store.getSession(id), undefined)
   await store.close()
 })

@@ -136,7 +136,7 @@ t.test('on a real terminal, user add asks twice and the password never shows', {
   t.notMatch(seen, password, 'the password was not echoed')
   t.notMatch(seen, /\*{4}/, 'nor masked')
   const store = await openLmdbStore({ path: dir })
-  const user = store.getUserByEmail('pty@example.com')
+  const user = await store.getUserByEmail('pty@example.com')
   await store.close()
   t.ok(user !== undefined && (await argon2.verify(user.passwordHash, password)), 'the typed password is the stored one')
 })

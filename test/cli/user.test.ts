@@ -26,7 +26,7 @@ t.test('user add creates a user from --password-stdin and prints it as fields or
   // the stored hash is of exactly the line given: the \r\n is not part of the password
   const store = await openLmdbStore({ path: dir })
   t.teardown(() => store.close())
-  const bob = store.getUserByEmail('bob@example.com')!
+  const bob = (await store.getUserByEmail('bob@example.com'))!
   t.equal(bob.id, doc.user.id)
   t.ok(await argon2.verify(bob.passwordHash, PASSWORD))
   t.notOk(await argon2.verify(bob.passwordHash, `${PASSWORD}\r`))
@@ -120,7 +120,7 @@ t.test('user disable, enable, passwd and rm, with their error cases', async (t) 
   t.equal(weak.stderr, 'authctl: Password must be at least 8 characters.\n')
   {
     const store = await openLmdbStore({ path: dir })
-    const hash = store.getUser(ann.id)!.passwordHash
+    const hash = (await store.getUser(ann.id))!.passwordHash
     await store.close()
     t.ok(await argon2.verify(hash, newPassword), 'the new password is stored')
   }
@@ -151,7 +151,7 @@ const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
 async function withFactor(dir: string, email: string): Promise<void> {
   const store = await openLmdbStore({ path: dir })
   try {
-    const user = store.getUserByEmail(email)!
+    const user = (await store.getUserByEmail(email))!
     await store.updateUser(user.id, (u) => ({
       ...u,
       mfa: { secret: SECRET, enabledAt: Date.now(), lastStep: 1, recoveryCodes: ['recovery-hash-1', 'recovery-hash-2'] },
@@ -165,7 +165,7 @@ async function withFactor(dir: string, email: string): Promise<void> {
 async function storedUser(dir: string, email: string) {
   const store = await openLmdbStore({ path: dir })
   try {
-    return store.getUserByEmail(email)!
+    return (await store.getUserByEmail(email))!
   } finally {
     await store.close()
   }

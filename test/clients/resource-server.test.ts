@@ -84,7 +84,7 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
   // Forgeries signed with authd's real key (read from the store, as only an insider could): each
   // differs from a valid token in one respect, and a control built the same way is accepted.
   const store = await openLmdbStore({ path: dir })
-  const keyA = store.listKeys().find((k) => k.state === 'active')!
+  const keyA = (await store.listKeys()).find((k) => k.state === 'active')!
   await store.close()
   t.equal(keyA.kid, kidOf(tokenA))
   const now = Math.floor(Date.now() / 1000)
@@ -170,7 +170,7 @@ t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mf
 
   // tokens as authd signs them after each kind of sign-in, with its real key (read from the store)
   const store = await openLmdbStore({ path: dir })
-  const key = store.listKeys().find((k) => k.state === 'active')!
+  const key = (await store.listKeys()).find((k) => k.state === 'active')!
   await store.close()
   const now = Math.floor(Date.now() / 1000)
   const header = { alg: key.alg, typ: 'at+jwt', kid: key.kid }

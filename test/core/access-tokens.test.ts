@@ -6,7 +6,7 @@
 import fc from 'fast-check'
 import t, { type Test } from 'tap'
 import { createAccessTokens, type AccessTokens } from '../../src/core/access-tokens.js'
-import { createKeyring, generateKey } from '../../src/core/keys.js'
+import { createKeyring, generateKey, type Keyring } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
 import { decode, highSTwin, P256_N, sOf } from '../helpers/jwt.js'
@@ -14,14 +14,14 @@ import { decode, highSTwin, P256_N, sOf } from '../helpers/jwt.js'
 const TTL = 15 * 60_000
 const TOLERANCE = 5_000
 
-async function setup(t: Test, alg: 'ES256' | 'RS256' = 'ES256'): Promise<{ store: Store; tokens: AccessTokens; clock: { now: number } }> {
+async function setup(t: Test, alg: 'ES256' | 'RS256' = 'ES256'): Promise<{ store: Store; keyring: Keyring; tokens: AccessTokens; clock: { now: number } }> {
   const store = await openLmdbStore({ path: t.testdir() })
   t.teardown(() => store.close())
   const clock = { now: Date.now() }
   await store.ensureActiveKey(() => generateKey(alg, clock.now))
-  const keyring = createKeyring({ store, now: () => clock.now, verifyWindowMs: TTL + TOLERANCE })
+  const keyring = await createKeyring({ store, now: () => clock.now, verifyWindowMs: TTL + TOLERANCE })
   const tokens = createAccessTokens({ keyring, now: () => clock.now, issuer: 'authd', audience: 'authd', ttlMs: TTL, clockToleranceMs: TOLERANCE })
-  return { store, tokens, clock }
+  return { store, keyring, tokens, clock }
 }
 
 const CLAIMS = { sub: 'user-1', email: 'ann@example.com', sid: 'session-1' }
@@ -32,7 +32,7 @@ t.test('signs a JWS with alg, kid and typ at+jwt, and the contract claims', asyn
     const { token, expiresIn } = tokens.sign(CLAIMS)
     t.equal(expiresIn, 900)
     const { header, payload } = decode(token)
-    t.same(header, { alg, kid: store.listKeys()[0]!.kid, typ: 'at+jwt' })
+    t.same(header, { alg, kid: (await store.listKeys())[0]!.kid, typ: 'at+jwt' })
     const iat = Math.floor(clock.now / 1000)
     t.same(Object.keys(payload).sort(), ['aud', 'email', 'exp', 'iat', 'iss', 'jti', 'sid', 'sub'])
     t.match(payload, { iss: 'authd', aud: 'authd', ...CLAIMS, iat, exp: iat + 900 })
@@ -87,15 +87,18 @@ t.test('refuses a token issued in the future beyond the tolerance', async (t) =>
 })
 
 t.test('keeps verifying tokens of a rotated-out key, and stops at once when it is revoked', async (t) => {
-  const { store, tokens, clock } = await setup(t)
+  const { store, keyring, tokens, clock } = await setup(t)
   const old = tokens.sign(CLAIMS).token
   const oldKid = decode(old).header.kid as string
   await store.rotateKey(generateKey('ES256', clock.now), clock.now)
+  // what /me does on its turn (core/me-view.ts) and a login before it signs
+  t.equal(await keyring.refresh(), true, 'the keys version moved: loaded again')
   const fresh = tokens.sign(CLAIMS).token
   t.not(decode(fresh).header.kid, oldKid, 'the new key signs')
   t.ok(tokens.verify(old), 'the retiring key still verifies')
   t.ok(tokens.verify(fresh))
   t.ok(await store.deleteKey(oldKid))
+  await keyring.refresh()
   t.equal(tokens.verify(old), null, 'revoked: refused on the very next call')
   t.ok(tokens.verify(fresh))
 })

@@ -72,7 +72,7 @@ t.test('a transition recorded half-way (one key written, not the other) still de
 t.test('signs with the active key and publishes only public parts in the JWKS', async (t) => {
   const store = await openStore(t)
   const first = await store.ensureActiveKey(() => generateKey('ES256', Date.now()))
-  const ring = createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
   t.equal(ring.signing().kid, first.kid)
   t.equal(ring.verifying(first.kid)?.kid, first.kid)
   t.equal(ring.verifying('nope'), undefined)
@@ -85,16 +85,18 @@ t.test('signs with the active key and publishes only public parts in the JWKS', 
   t.equal(createPublicKey({ key: jwk, format: 'jwk' }).export({ type: 'spki', format: 'pem' }), first.publicKeyPem)
 })
 
-t.test('publishes a rotated key in the JWKS at once, with no other keyring call in between', async (t) => {
+t.test('publishes a rotated key in the JWKS on the next refresh (the JWKS route and every /me turn refresh it)', async (t) => {
   const store = await openStore(t)
   const first = await store.ensureActiveKey(() => generateKey('ES256', Date.now()))
-  const ring = createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
   t.same(
     ring.jwks().keys.map((k) => k.kid),
     [first.kid],
   )
   const second = generateKey('ES256', Date.now())
   await store.rotateKey(second, Date.now())
+  t.equal(await ring.refresh(), true, 'the keys version moved')
+  t.equal(await ring.refresh(), false, 'and not again')
   t.same(
     ring.jwks().keys.map((k) => k.kid).sort(),
     [first.kid, second.kid].sort(),
@@ -104,14 +106,17 @@ t.test('publishes a rotated key in the JWKS at once, with no other keyring call 
   t.equal(ring.verifying(first.kid)?.state, 'retiring', 'the old one still verifies')
 })
 
-t.test('drops a revoked key from verification and the JWKS at once', async (t) => {
+t.test('drops a revoked key from verification and the JWKS on the next refresh', async (t) => {
   const store = await openStore(t)
   const first = await store.ensureActiveKey(() => generateKey('ES256', Date.now()))
-  const ring = createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store, now: Date.now, verifyWindowMs: WINDOW })
   const second = generateKey('ES256', Date.now())
   await store.rotateKey(second, Date.now())
+  await ring.refresh()
   t.equal(ring.jwks().keys.length, 2)
   t.ok(await store.deleteKey(first.kid))
+  t.equal(ring.verifying(first.kid)?.kid, first.kid, 'until then the keys are as loaded')
+  await ring.refresh()
   t.same(
     ring.jwks().keys.map((k) => k.kid),
     [second.kid],
@@ -124,9 +129,10 @@ t.test('stops verifying with a retiring key, and drops it from the JWKS, once it
   const store = await openStore(t)
   let now = Date.now()
   const first = await store.ensureActiveKey(() => generateKey('ES256', now))
-  const ring = createKeyring({ store, now: () => now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store, now: () => now, verifyWindowMs: WINDOW })
   const second = generateKey('ES256', now)
   await store.rotateKey(second, now)
+  await ring.refresh()
   now += WINDOW
   t.ok(ring.verifying(first.kid), 'still verifies at the edge of the window')
   t.equal(ring.jwks().keys.length, 2)
@@ -144,7 +150,7 @@ t.test('picks up keys written by another handle on the same data directory', asy
   const a = await openLmdbStore({ path: dir })
   t.teardown(() => a.close())
   const first = await a.ensureActiveKey(() => generateKey('ES256', Date.now()))
-  const ring = createKeyring({ store: a, now: Date.now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store: a, now: Date.now, verifyWindowMs: WINDOW })
   t.equal(ring.signing().kid, first.kid)
   const b = await openLmdbStore({ path: dir })
   t.teardown(() => b.close())
@@ -152,6 +158,7 @@ t.test('picks up keys written by another handle on the same data directory', asy
   await b.rotateKey(second, Date.now())
   // as the daemon's next request would: lmdb renews a's read snapshot within a millisecond
   await new Promise((resolve) => setTimeout(resolve, 5))
+  await ring.refresh()
   t.equal(ring.signing().kid, second.kid)
   t.equal(ring.signing().alg, 'RS256')
 })
@@ -160,19 +167,20 @@ t.test('a key rotated in with a lead is in the JWKS before it signs, then signs 
   const store = await openStore(t)
   let now = Date.UTC(2026, 0, 1)
   const first = await store.ensureActiveKey(() => generateKey('ES256', now))
-  const ring = createKeyring({ store, now: () => now, verifyWindowMs: WINDOW })
+  const ring = await createKeyring({ store, now: () => now, verifyWindowMs: WINDOW })
   t.equal(ring.signing().kid, first.kid)
   const stored = await store.rotateKey(nextKey(now, now + 300_000), now)
+  await ring.refresh()
   t.equal(stored.state, 'next')
   t.same(ring.jwks().keys.map((k) => k.kid).sort(), [first.kid, stored.kid].sort(), 'published at once')
   t.equal(ring.signing().kid, first.kid, 'the old key still signs')
   t.equal(ring.verifying(stored.kid)?.state, 'next')
   now += 299_999
   t.equal(ring.signing().kid, first.kid, 'until the lead has passed')
-  const version = store.keysVersion()
+  const version = await store.keysVersion()
   now += 1
   t.equal(ring.signing().kid, stored.kid, 'then the new key signs, with no write to the store')
-  t.equal(store.keysVersion(), version)
+  t.equal(await store.keysVersion(), version)
   t.equal(ring.verifying(first.kid)?.state, 'retiring', 'the old key verifies its tokens')
   now += WINDOW + 1
   t.same(ring.jwks().keys.map((k) => k.kid), [stored.kid], 'and retires once they have expired')
@@ -186,10 +194,11 @@ t.test('two daemons on one store agree, at every moment, on which key signs', as
   t.teardown(() => b.close())
   let now = Date.UTC(2026, 0, 1)
   await a.ensureActiveKey(() => generateKey('ES256', now))
-  const ringA = createKeyring({ store: a, now: () => now, verifyWindowMs: WINDOW })
-  const ringB = createKeyring({ store: b, now: () => now, verifyWindowMs: WINDOW })
+  const ringA = await createKeyring({ store: a, now: () => now, verifyWindowMs: WINDOW })
+  const ringB = await createKeyring({ store: b, now: () => now, verifyWindowMs: WINDOW })
   const next = await a.rotateKey(nextKey(now, now + 60_000), now)
   await new Promise((resolve) => setTimeout(resolve, 5))
+  await Promise.all([ringA.refresh(), ringB.refresh()])
   for (const step of [0, 59_999, 1, 1, WINDOW]) {
     now += step
     t.equal(ringA.signing().kid, ringB.signing().kid, `at +${step}`)
@@ -205,9 +214,9 @@ t.test('a rotation replaces a key still next; with no key signing, a next key is
   t.equal(lone.activatedAt, now)
   const pending = await store.rotateKey(nextKey(now, now + 300_000), now)
   const again = await store.rotateKey(nextKey(now + 10, now + 300_010), now + 10)
-  t.equal(store.getKey(pending.kid), undefined, 'the key still next is replaced (it never signed)')
-  t.equal(store.getKey(again.kid)?.state, 'next')
+  t.equal(await store.getKey(pending.kid), undefined, 'the key still next is replaced (it never signed)')
+  t.equal((await store.getKey(again.kid))?.state, 'next')
   const immediate = await store.rotateKey(generateKey('ES256', now + 20), now + 20)
-  t.equal(store.getKey(again.kid), undefined, 'an immediate rotation replaces it too')
-  t.same(keyStates(store.listKeys(), now + 20, WINDOW).map((k) => [k.kid, k.state]).sort(), [[lone.kid, 'retiring'], [immediate.kid, 'active']].sort())
+  t.equal(await store.getKey(again.kid), undefined, 'an immediate rotation replaces it too')
+  t.same(keyStates(await store.listKeys(), now + 20, WINDOW).map((k) => [k.kid, k.state]).sort(), [[lone.kid, 'retiring'], [immediate.kid, 'active']].sort())
 })

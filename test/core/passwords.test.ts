@@ -165,7 +165,7 @@ t.test('an unknown email\'s dummy runs under the parameters drawn from the tally
   const ran = watchVerify(t)
   let tally: Record<string, number> = { [set(1024, 1)]: 1, [set(2048, 2)]: 3 }
   let i = 0
-  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: () => tally, uniform: () => (i++ % 4) / 4 + 0.01 })
+  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: async () => tally, uniform: () => (i++ % 4) / 4 + 0.01 })
   for (let n = 0; n < 8; n++) t.equal(await hasher.verifyDummy('pw', `nobody${n}@example.com`), false)
   const round = ['m=1024,t=1,p=1', 'm=2048,t=2,p=1', 'm=2048,t=2,p=1', 'm=2048,t=2,p=1']
   t.same(ran, [...round, ...round], 'draws at 0, 1/4, 2/4, 3/4 of a 1 : 3 tally')
@@ -177,7 +177,7 @@ t.test('an unknown email\'s dummy runs under the parameters drawn from the tally
 
 t.test('the same unknown email costs the same parameter set on every attempt (a fresh draw would tell it from a user)', async (t) => {
   const ran = watchVerify(t)
-  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: () => ({ [set(1024, 1)]: 1, [set(2048, 1)]: 1 }) })
+  const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 2, maxQueue: 100, tally: async () => ({ [set(1024, 1)]: 1, [set(2048, 1)]: 1 }) })
   const seen = new Set<string>()
   for (let n = 0; n < 24; n++) {
     ran.length = 0

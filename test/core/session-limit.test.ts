@@ -43,14 +43,14 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
   t.same(app.logs.lines.filter((l) => l.event === 'session_evict'), [], 'nothing ended up to the max')
 
   const fourth = await login()
-  t.equal(app.store.countSessions(ann.id), 3, 'still three')
-  t.equal(app.store.getSession(second.sessionId), undefined, 'the least recently used one ended')
-  for (const s of [firstRefreshed, third, fourth]) t.ok(app.store.getSession(s.sessionId), 'the others live')
+  t.equal(await app.store.countSessions(ann.id), 3, 'still three')
+  t.equal(await app.store.getSession(second.sessionId), undefined, 'the least recently used one ended')
+  for (const s of [firstRefreshed, third, fourth]) t.ok(await app.store.getSession(s.sessionId), 'the others live')
 
-  t.throws(() => app.auth.me(`Bearer ${second.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' }, "the ended session's access token stops working")
+  await t.rejects(app.auth.me(`Bearer ${second.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' }, "the ended session's access token stops working")
   await t.rejects(app.auth.refresh(second.refreshToken, client), { code: 'INVALID_REFRESH_TOKEN' }, 'and its refresh token')
-  t.same(app.auth.me(`Bearer ${fourth.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
-  t.same(app.auth.me(`Bearer ${firstRefreshed.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
+  t.same(await app.auth.me(`Bearer ${fourth.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
+  t.same(await app.auth.me(`Bearer ${firstRefreshed.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
 
   const evicts = app.logs.lines.filter((l) => l.event === 'session_evict')
   t.match(evicts, [{ level: 'info', event: 'session_evict', sessionId: second.sessionId, userId: ann.id }], 'one info line names the session and the user')
@@ -59,8 +59,8 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
   // a second user's sessions are their own
   const bob = await addUser(app, 'bob@example.com', PASSWORD)
   await signIn(app, { email: 'bob@example.com', password: PASSWORD }, client)
-  t.equal(app.store.countSessions(bob.id), 1)
-  t.equal(app.store.countSessions(ann.id), 3)
+  t.equal(await app.store.countSessions(bob.id), 1)
+  t.equal(await app.store.countSessions(ann.id), 3)
 })
 
 t.test('expired sessions do not count as live: no live session ends for them', async (t) => {
@@ -74,8 +74,8 @@ t.test('expired sessions do not count as live: no live session ends for them', a
   c.advance(1000)
   const next = await login()
   t.same(app.logs.lines.filter((l) => l.event === 'session_evict'), [], 'the expired one is not evicted, and no live one is')
-  t.same(app.auth.me(`Bearer ${live.accessToken}`).email, 'ann@example.com')
-  t.same(app.auth.me(`Bearer ${next.accessToken}`).email, 'ann@example.com')
+  t.same((await app.auth.me(`Bearer ${live.accessToken}`)).user.email, 'ann@example.com')
+  t.same((await app.auth.me(`Bearer ${next.accessToken}`)).user.email, 'ann@example.com')
   await t.rejects(app.auth.refresh(stale.refreshToken, client), { code: 'INVALID_REFRESH_TOKEN' })
 })
 
@@ -84,7 +84,7 @@ t.test('concurrent logins never leave more than max_per_user sessions', async (t
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
   const results = await Promise.all(Array.from({ length: 8 }, () => signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)))
   t.equal(results.length, 8, 'every login succeeded')
-  t.equal(app.store.countSessions(ann.id), 3)
+  t.equal(await app.store.countSessions(ann.id), 3)
   t.equal(app.logs.lines.filter((l) => l.event === 'session_evict').length, 5, 'each eviction logged once')
 })
 
@@ -106,13 +106,13 @@ t.test('store: 40 concurrent createSession with a limit of 5 leave exactly 5, th
   })
   // each its own write transaction, all in flight at once
   const evicted = await Promise.all(Array.from({ length: 40 }, (_, i) => store.createSession(record(i), limit)))
-  t.equal(store.countSessions('u1'), 5, 'never more than the max')
+  t.equal(await store.countSessions('u1'), 5, 'never more than the max')
   t.equal(evicted.flat().length, 35, 'every other one was ended, once')
-  t.same(store.listSessions('u1').map((s) => s.id).sort(), ['s35', 's36', 's37', 's38', 's39'], 'the most recently used stay')
-  for (let i = 0; i < 35; i++) t.equal(store.findSessionIdByRefreshHash(`h${i}`), undefined, 'no token entry of an ended session is left')
+  t.same((await store.listSessions('u1')).map((s) => s.id).sort(), ['s35', 's36', 's37', 's38', 's39'], 'the most recently used stay')
+  for (let i = 0; i < 35; i++) t.equal(await store.findSessionIdByRefreshHash(`h${i}`), undefined, 'no token entry of an ended session is left')
   // the index entries carry the times: no session record is needed to find the oldest
-  t.same(store.sessionEntries({ userId: 'u1', limit: 2 }).map((e) => [e.id, e.lastUsedAt]), [['s35', T0 + 35], ['s36', T0 + 36]])
-  t.same(store.sessionEntries({ userId: 'u1', after: { userId: 'u1', id: 's36' }, limit: 10 }).map((e) => e.id), ['s37', 's38', 's39'], 'a page resumes after its cursor')
+  t.same((await store.sessionEntries({ userId: 'u1', limit: 2 })).map((e) => [e.id, e.lastUsedAt]), [['s35', T0 + 35], ['s36', T0 + 36]])
+  t.same((await store.sessionEntries({ userId: 'u1', after: { userId: 'u1', id: 's36' }, limit: 10 })).map((e) => e.id), ['s37', 's38', 's39'], 'a page resumes after its cursor')
 })
 
 t.test('store: an index entry written by an older version is read through its record', async (t) => {
@@ -127,21 +127,21 @@ t.test('store: an index entry written by an older version is read through its re
   await raw.close()
   const store = await openLmdbStore({ path: dir })
   t.teardown(() => store.close())
-  t.same(store.sessionEntries({ limit: 10 }).map((e) => [e.id, e.lastUsedAt]), [['new', T0 + 10], ['old', T0]])
-  const ended = await store.createSession({ ...store.getSession('new')!, id: 'newest', refreshHash: 'x', familyHash: undefined }, { max: 2, isLive: () => true })
+  t.same((await store.sessionEntries({ limit: 10 })).map((e) => [e.id, e.lastUsedAt]), [['new', T0 + 10], ['old', T0]])
+  const ended = await store.createSession({ ...(await store.getSession('new'))!, id: 'newest', refreshHash: 'x', familyHash: undefined }, { max: 2, isLive: () => true })
   t.same(ended.map((e) => e.id), ['old'])
-  t.same(store.listSessions('u1').map((s) => s.id).sort(), ['new', 'newest'])
+  t.same((await store.listSessions('u1')).map((s) => s.id).sort(), ['new', 'newest'])
 })
 
 t.test('store: a user far beyond the max (a store from before it) loses at most 256 sessions per login', async (t) => {
   const store = await openStore(t)
   await Promise.all(Array.from({ length: 600 }, (_, i) => newSession(store, { id: `s${String(i).padStart(3, '0')}`, at: T0 + i })))
   const limit: SessionLimit = { max: 50, isLive: (s) => isLive(s, T0 + 1000, policy) }
-  const ended = await store.createSession({ ...store.getSession('s000')!, id: 'fresh', lastUsedAt: T0 + 1000, refreshHash: 'fresh', familyHash: undefined }, limit)
+  const ended = await store.createSession({ ...(await store.getSession('s000'))!, id: 'fresh', lastUsedAt: T0 + 1000, refreshHash: 'fresh', familyHash: undefined }, limit)
   t.equal(ended.length, 256, 'one write ends a bounded number')
   t.same(ended.map((e) => e.id).slice(0, 2), ['s000', 's001'], 'the oldest first')
-  t.equal(store.countSessions('u1'), 600 - 256 + 1)
-  const again = await store.createSession({ ...store.getSession('s599')!, id: 'fresh2', lastUsedAt: T0 + 1001, refreshHash: 'fresh2', familyHash: undefined }, limit)
+  t.equal(await store.countSessions('u1'), 600 - 256 + 1)
+  const again = await store.createSession({ ...(await store.getSession('s599'))!, id: 'fresh2', lastUsedAt: T0 + 1001, refreshHash: 'fresh2', familyHash: undefined }, limit)
   t.equal(again.length, 256)
-  t.equal(store.countSessions('u1'), 600 - 512 + 2)
+  t.equal(await store.countSessions('u1'), 600 - 512 + 2)
 })

@@ -19,9 +19,9 @@ t.test('expired sessions go, with every token entry; live ones stay', async (t) 
   await store.updateSession('old', (s) => ({ ...s, lastUsedAt: now - 1 }))
   await store.updateSession('live', (s) => ({ ...s, lastUsedAt: now - 1 }))
   t.equal(await sweepExpiredSessions(store, now, policy), 2)
-  t.same(store.listSessions().map((s) => s.id), ['live'])
-  for (const token of [idle, old]) t.equal(store.findSessionIdByRefreshHash(hashToken(token), familyHashOf(token)), undefined, 'no entry left')
-  t.equal(store.findSessionIdByRefreshHash(hashToken(live), familyHashOf(live)), 'live')
+  t.same((await store.listSessions()).map((s) => s.id), ['live'])
+  for (const token of [idle, old]) t.equal(await store.findSessionIdByRefreshHash(hashToken(token), familyHashOf(token)), undefined, 'no entry left')
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(live), familyHashOf(live)), 'live')
 })
 
 t.test('sealed successors are dropped once their grace has run out, and only then', async (t) => {
@@ -29,17 +29,17 @@ t.test('sealed successors are dropped once their grace has run out, and only the
   const rt0 = await newSession(store, 's')
   const rt1 = await rotate(store, rt0, T0)
   const rt2 = await rotate(store, rt1, T0 + 4_000)
-  t.equal(store.getSession('s')!.rotations!.length, 2)
+  t.equal((await store.getSession('s'))!.rotations!.length, 2)
 
   // inside rt1's grace: rt0's seal is stale, rt1's is not
   const early = T0 + policy.reuseGraceMs + 1
   t.equal(await sweepExpiredSessions(store, early, policy), 0)
-  t.same(store.getSession('s')!.rotations!.map((r) => r.hash), [hashToken(rt1)], "rt0's seal is gone")
+  t.same((await store.getSession('s'))!.rotations!.map((r) => r.hash), [hashToken(rt1)], "rt0's seal is gone")
   t.match(await refresh(store, rt1, early), { kind: 'grace', token: rt2 }, "rt1's grace still works")
 
   const late = T0 + 4_000 + policy.reuseGraceMs + 1
   await sweepExpiredSessions(store, late, policy)
-  const s = store.getSession('s')!
+  const s = (await store.getSession('s'))!
   t.same(s.rotations, [], 'no seal left')
   t.notOk(JSON.stringify(s).includes('sealed'), 'nothing sealed in the record')
   t.equal(s.refreshHash, hashToken(rt2), 'the live token is untouched')
@@ -49,10 +49,10 @@ t.test('sealed successors are dropped once their grace has run out, and only the
 t.test('withoutStaleSeals: nothing to drop is undefined; an older version\'s seal is dropped too', async (t) => {
   const store = await openStore(t)
   const rt0 = await newSession(store, 's')
-  const fresh = store.getSession('s')!
+  const fresh = (await store.getSession('s'))!
   t.equal(withoutStaleSeals(fresh, T0, policy), undefined, 'no rotation yet')
   const rt1 = await rotate(store, rt0, T0)
-  const rotated = store.getSession('s')!
+  const rotated = (await store.getSession('s'))!
   t.equal(withoutStaleSeals(rotated, T0 + policy.reuseGraceMs, policy), undefined, 'at the edge of the grace')
   const legacy: SessionRecord = { ...rotated, rotations: undefined, sealedSuccessor: rotated.rotations![0]!.sealed, rotatedAt: T0 }
   t.equal(openSuccessor(rt0, legacy.sealedSuccessor!), rt1)
@@ -76,7 +76,7 @@ t.test('the sweep decides again inside the write: a rotation since it read the l
     return store.sweepSessions(ids, change)
   }
   await sweepExpiredSessions(racing, now, policy)
-  const s = store.getSession('s')!
+  const s = (await store.getSession('s'))!
   t.same(s.rotations!.map((r) => r.hash), [hashToken(rt1)], "the new rotation's seal stays: it is inside its grace")
   t.match(await refresh(store, rt1, now + 1), { kind: 'grace', token: rt2 })
 })
@@ -91,7 +91,7 @@ t.test('a session used between the read and the write of its chunk is not delete
     return store.sweepSessions(ids, change)
   }
   t.equal(await sweepExpiredSessions(racing, now, policy), 0)
-  t.ok(store.getSession('s'), 'it lives')
+  t.ok(await store.getSession('s'), 'it lives')
 })
 
 /** `n` sessions of `users` users straight into the store, the first `expired` of them long expired */
@@ -116,8 +116,8 @@ t.test('the sweep of a big store works in bounded chunks, letting the event loop
     stretch += k
     longest = Math.max(longest, stretch)
   }
-  counting.listSessions = (u) => { const r = store.listSessions(u); touched(r.length); return r } // prettier-ignore
-  counting.sessionEntries = (o) => { const r = store.sessionEntries(o); touched(r.length); return r } // prettier-ignore
+  counting.listSessions = async (u) => { const r = await store.listSessions(u); touched(r.length); return r } // prettier-ignore
+  counting.sessionEntries = async (o) => { const r = await store.sessionEntries(o); touched(r.length); return r } // prettier-ignore
   counting.getSession = (id) => { touched(1); return store.getSession(id) } // prettier-ignore
   counting.sweepSessions = (ids, change) => { touched(ids.length); return store.sweepSessions(ids, change) } // prettier-ignore
   let turns = 0
@@ -131,8 +131,8 @@ t.test('the sweep of a big store works in bounded chunks, letting the event loop
   const deleted = await sweepExpiredSessions(counting, now, policy, { chunk: 200 })
   sweeping = false
   t.equal(deleted, 2500)
-  t.equal(store.sessionEntries({ limit: 10_000 }).length, 500, 'the live ones stay')
-  t.ok(store.sessionEntries({ limit: 10_000 }).every((e) => isLive(e, now, policy)))
+  t.equal((await store.sessionEntries({ limit: 10_000 })).length, 500, 'the live ones stay')
+  t.ok((await store.sessionEntries({ limit: 10_000 })).every((e) => isLive(e, now, policy)))
   t.ok(longest <= 2 * 200, `no stretch between two turns of the loop touched more than two chunks (longest: ${longest})`)
   t.ok(turns >= 3000 / 200 - 1, `the loop turned between the chunks (${turns} turns)`)
 })
@@ -142,7 +142,7 @@ t.test('a chunk boundary loses nothing: every expired session goes, whatever the
     const store = await openStore(t)
     await seed(store, 120, 60, 3)
     t.equal(await sweepExpiredSessions(store, T0 + 200, policy, { chunk }), 60, `chunk ${chunk}`)
-    t.equal(store.sessionEntries({ limit: 1000 }).length, 60)
+    t.equal((await store.sessionEntries({ limit: 1000 })).length, 60)
   }
 })
 
@@ -154,9 +154,9 @@ t.test('a user beyond max_per_user (a store from before it) is trimmed by the sw
   let pauses = 0
   const deleted = await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }, { chunk: 100, pause: async () => void pauses++ })
   t.equal(deleted, 950)
-  t.same(store.listSessions('u0').map((s) => s.id).sort(), Array.from({ length: 50 }, (_, i) => `a0${950 + i}`), 'the 50 most recently used stay')
-  t.equal(store.countSessions('u1'), 10)
-  t.equal(store.countSessions('u2'), 10)
+  t.same((await store.listSessions('u0')).map((s) => s.id).sort(), Array.from({ length: 50 }, (_, i) => `a0${950 + i}`), 'the 50 most recently used stay')
+  t.equal(await store.countSessions('u1'), 10)
+  t.equal(await store.countSessions('u2'), 10)
   t.ok(pauses >= 950 / 100, `in chunks (${pauses} pauses)`)
   t.equal(await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }), 0, 'nothing more to do')
 })

@@ -28,7 +28,7 @@ async function setup(t: Test, alg: 'ES256' | 'RS256' = 'ES256'): Promise<Setup> 
   t.teardown(() => store.close())
   const clock = { now: Date.now() }
   await store.ensureActiveKey(() => generateKey(alg, clock.now))
-  const keyring = createKeyring({ store, now: () => clock.now, verifyWindowMs: TTL + TOLERANCE })
+  const keyring = await createKeyring({ store, now: () => clock.now, verifyWindowMs: TTL + TOLERANCE })
   const tokens = createAccessTokens({ keyring, now: () => clock.now, issuer: 'authd', audience: 'authd', ttlMs: TTL, clockToleranceMs: TOLERANCE })
   return { dir, store, keyring, tokens, clock }
 }
@@ -80,7 +80,7 @@ t.test('refuses a cached token whose iat is in the future again after the clock 
 
 t.test('checks nbf of a cached token on every call', async (t) => {
   const { store, tokens, clock } = await setup(t)
-  const key = store.listKeys()[0]!
+  const key = (await store.listKeys())[0]!
   const nowS = Math.floor(clock.now / 1000)
   const token = craft({ alg: 'ES256', kid: key.kid, typ: 'at+jwt' }, { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900, nbf: nowS }, signer(key))
   t.ok(tokens.verify(token))
@@ -89,13 +89,15 @@ t.test('checks nbf of a cached token on every call', async (t) => {
 })
 
 t.test('refuses a cached token on the very next call once its key is revoked by another handle (as authctl does)', async (t) => {
-  const { dir, store, tokens, clock } = await setup(t)
+  const { dir, store, keyring, tokens, clock } = await setup(t)
   const old = tokens.sign(CLAIMS).token
   const oldKid = decode(old).header.kid as string
   // authctl works on the same data directory from another process
   const admin = await openLmdbStore({ path: dir })
   t.teardown(() => admin.close())
   await admin.rotateKey(generateKey('ES256', clock.now), clock.now)
+  // the keys version as the next /me's turn reads it (core/me-view.ts)
+  await keyring.refresh()
   const fresh = tokens.sign(CLAIMS).token
   t.ok(tokens.verify(old), 'the retiring key still verifies')
   t.ok(tokens.verify(old), 'from the cache')
@@ -104,29 +106,32 @@ t.test('refuses a cached token on the very next call once its key is revoked by 
   // lmdb renews this handle's read snapshot within a millisecond of its last read (a timer): the
   // daemon's next request runs after that (see test/store/decoded-cache.test.ts)
   await new Promise((resolve) => setTimeout(resolve, 5))
+  t.equal(await keyring.refresh(), true, 'the next turn sees the keys version move')
   t.equal(tokens.verify(old), null, 'revoked: refused on the very next call')
   t.equal(tokens.verify(old), null, 'and after')
   t.ok(tokens.verify(fresh), 'tokens of the other key still verify')
-  t.ok(store.getKey(oldKid) === undefined)
+  t.ok(await store.getKey(oldKid) === undefined)
 })
 
 t.test('forgets every cached token when the keys change, and verifies them afresh', async (t) => {
-  const { store, tokens, clock } = await setup(t)
+  const { store, keyring, tokens, clock } = await setup(t)
   const a = tokens.sign(CLAIMS).token
   const b = tokens.sign({ ...CLAIMS, sid: 'session-2' }).token
   t.ok(tokens.verify(a))
   t.ok(tokens.verify(b))
   t.equal(tokens.cached, 2)
   await store.rotateKey(generateKey('ES256', clock.now), clock.now)
+  await keyring.refresh()
   t.ok(tokens.verify(a), 'still valid under the retiring key, verified again')
   t.equal(tokens.cached, 1, 'the cache was emptied, then this token remembered again')
 })
 
 t.test('refuses a cached token once its retiring key has run out', async (t) => {
-  const { store, tokens, clock } = await setup(t)
+  const { store, keyring, tokens, clock } = await setup(t)
   const start = clock.now
   const old = tokens.sign(CLAIMS).token
   await store.rotateKey(generateKey('ES256', clock.now), clock.now)
+  await keyring.refresh()
   t.ok(tokens.verify(old))
   // past the verify window of the retiring key (its last token's lifetime plus the tolerance)
   clock.now = start + TTL + TOLERANCE + 1
@@ -148,7 +153,7 @@ t.test(`remembers at most ${VERIFIED_TOKENS_CACHED} tokens, forgetting the oldes
 
 t.test('does not mix up tokens that differ only in the payload or the signature', async (t) => {
   const { store, tokens, clock } = await setup(t)
-  const key = store.listKeys()[0]!
+  const key = (await store.listKeys())[0]!
   const nowS = Math.floor(clock.now / 1000)
   const header = { alg: 'ES256', kid: key.kid, typ: 'at+jwt' }
   const payload = { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900 }

@@ -165,11 +165,11 @@ t.test('the store records a used mfaToken and its user change in one transaction
     ),
   )
   t.equal(results.filter((r) => r === 'won').length, 1)
-  t.equal(a.getUser('u1')!.mfa!.lastStep, 1)
-  t.ok(b.mfaTokenUsed('tok', token.expiresAt))
-  t.notOk(b.mfaTokenUsed('other', token.expiresAt))
+  t.equal((await a.getUser('u1'))!.mfa!.lastStep, 1)
+  t.ok(await b.mfaTokenUsed('tok', token.expiresAt))
+  t.notOk(await b.mfaTokenUsed('other', token.expiresAt))
   // once expired, its record is dropped by the next step
   await a.finishMfaStep({ id: 'tok2', expiresAt: now + 900_000 }, 'u1', token.expiresAt + 1, () => ({ action: 'none', result: null }))
-  t.notOk(a.mfaTokenUsed('tok', token.expiresAt), 'expired records are dropped')
+  t.notOk(await a.mfaTokenUsed('tok', token.expiresAt), 'expired records are dropped')
   t.equal(new Set(await Promise.all([a.ensureMfaKey(() => 'k1'), b.ensureMfaKey(() => 'k2')])).size, 1, 'one mfa key')
 })

@@ -71,13 +71,13 @@ t.test('keeps every acknowledged write across kill -9 and a restart', async (t) 
   const store = await openLmdbStore({ path: dir })
   try {
     for (const r of registered) {
-      const user = store.getUserByEmail(r.email)
+      const user = await store.getUserByEmail(r.email)
       t.equal(user?.id, r.userId, `${r.email} is stored`)
-      t.ok(store.getSession(r.sid), `${r.email}: the session of register is stored`)
+      t.ok(await store.getSession(r.sid), `${r.email}: the session of register is stored`)
     }
-    for (const s of loggedIn.slice(1)) t.ok(store.getSession(s.sid), `${s.email}: the session of login is stored`)
-    t.ok(store.getSession(lastSession.sid), 'the session acknowledged just before the kill is stored')
-    t.equal(store.getSession(gone.sid), undefined, 'the session ended by logout stays ended')
+    for (const s of loggedIn.slice(1)) t.ok(await store.getSession(s.sid), `${s.email}: the session of login is stored`)
+    t.ok(await store.getSession(lastSession.sid), 'the session acknowledged just before the kill is stored')
+    t.equal(await store.getSession(gone.sid), undefined, 'the session ended by logout stays ended')
   } finally {
     await store.close()
   }

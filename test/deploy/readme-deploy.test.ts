@@ -153,7 +153,7 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
   mkdirSync(restored, { mode: 0o700 })
   copyFileSync(resolvedFile, join(restored, 'data.mdb'))
   const store = await openLmdbStore({ path: restored })
-  t.equal(store.getUserByEmail('admin@example.com')?.email, 'admin@example.com', 'and restores the first user')
+  t.equal((await store.getUserByEmail('admin@example.com'))?.email, 'admin@example.com', 'and restores the first user')
   await store.close()
 
   // systemctl stop: SIGTERM, a clean exit (Restart=on-failure leaves it stopped)

@@ -26,8 +26,8 @@ export function decode(token: string): Decoded {
 }
 
 /** The key the app signs with now (private key included: tests read it straight from the store) */
-export function activeKey(app: Pick<Services, 'store'>): KeyRecord {
-  const key = app.store.listKeys().find((k) => k.state === 'active')
+export async function activeKey(app: Pick<Services, 'store'>): Promise<KeyRecord> {
+  const key = (await app.store.listKeys()).find((k) => k.state === 'active')
   if (key === undefined) throw new Error('no active key in the store')
   return key
 }

@@ -87,9 +87,9 @@ t.test('POST /api/auth/password: 200, the other sessions end, the calling one st
     isError(t, await me(app, s), 401, 'Invalid or expired access token')
   }
   t.equal((await me(app, stranger)).status, 200, "another user's sessions are untouched")
-  t.same(app.store.listSessions(user.id).map((s) => s.id), [caller.sid], 'only the calling session is left in the store')
+  t.same((await app.store.listSessions(user.id)).map((s) => s.id), [caller.sid], 'only the calling session is left in the store')
 
-  const stored = app.store.getUser(user.id)!
+  const stored = (await app.store.getUser(user.id))!
   t.not(stored.passwordHash, user.passwordHash)
   t.match(stored.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 're-hashed at the current parameters')
   t.equal((await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } })).status, 401, 'the old password no longer signs in')
@@ -109,8 +109,8 @@ t.test('POST /api/auth/password re-hashes an old hash at the current parameters'
   const user = await addUser(app, EMAIL, PASSWORD, { passwordHash: old })
   const caller = await signIn(app)
   t.equal((await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status, 200)
-  t.match(app.store.getUser(user.id)!.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
-  t.same(app.store.hashTally(), { '$argon2id$v=19$m=19456,t=2,p=1': 1 }, 'the hash tally follows the change')
+  t.match((await app.store.getUser(user.id))!.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
+  t.same(await app.store.hashTally(), { '$argon2id$v=19$m=19456,t=2,p=1': 1 }, 'the hash tally follows the change')
 })
 
 t.test('POST /api/auth/password: 400 Current and new password are required', async (t) => {
@@ -144,7 +144,7 @@ t.test("POST /api/auth/password: the new password follows register's rules and m
   isError(t, await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: 'short' }), 400, 'Password must be at least 8 characters')
   isError(t, await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: 'x'.repeat(257) }), 400, 'Password must be at most 256 characters')
   isError(t, await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: 'Sunshine' }), 400, 'Password is too common')
-  t.equal(app.store.getUser(user.id)!.passwordHash, user.passwordHash, 'nothing changed')
+  t.equal((await app.store.getUser(user.id))!.passwordHash, user.passwordHash, 'nothing changed')
   // a refused new password checked no current password: not a failed login
   for (let i = 0; i < 10; i++) t.equal((await changePassword(app, caller, { currentPassword: WRONG, newPassword: 'short' })).status, 400)
   t.equal((await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status, 200, 'no limit was spent by them')
@@ -158,7 +158,7 @@ t.test('POST /api/auth/password: 403 Current password is incorrect ends nothing 
   const r = await changePassword(app, caller, { currentPassword: WRONG, newPassword: NEW_PASSWORD })
   isError(t, r, 403, 'Current password is incorrect')
   t.equal(r.headers['www-authenticate'], undefined)
-  t.equal(app.store.getUser(user.id)!.passwordHash, user.passwordHash)
+  t.equal((await app.store.getUser(user.id))!.passwordHash, user.passwordHash)
   t.equal((await me(app, other)).status, 200, 'the other session still works')
   t.match(
     app.logs.lines.find((l) => l.event === 'password_change'),
@@ -192,7 +192,7 @@ t.test('the account endpoints answer /me\'s two 401s', async (t) => {
     t.equal(cookieOnly.status, 401)
   }
   t.equal((await me(app, s)).status, 200, 'nothing was changed or ended')
-  t.equal(app.store.listSessions().length, 1)
+  t.equal((await app.store.listSessions()).length, 1)
 })
 
 t.test('a logged-out or disabled session cannot change the password', async (t) => {
@@ -204,7 +204,7 @@ t.test('a logged-out or disabled session cannot change the password', async (t) 
   const s2 = await signIn(app)
   await app.store.updateUser(user.id, (u) => ({ ...u, disabled: true }))
   isError(t, await changePassword(app, s2, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }), 401, 'Invalid or expired access token')
-  t.equal(app.store.getUser(user.id)!.passwordHash, user.passwordHash)
+  t.equal((await app.store.getUser(user.id))!.passwordHash, user.passwordHash)
 })
 
 t.test('five wrong current passwords spend the login limit: 429 for /password and /login of that email, with no hash run', async (t) => {
@@ -223,7 +223,7 @@ t.test('five wrong current passwords spend the login limit: 429 for /password an
   isError(t, login, 429, 'Too many login attempts')
   t.match(login.headers['retry-after'], /^[1-9]\d*$/)
   t.equal(app.hasher.runs, runs, 'while the limit is spent nothing is checked: no argon2 at all')
-  t.equal(app.store.getUser(app.store.getSession(caller.sid)!.userId)!.passwordHash.length > 0, true)
+  t.equal((await app.store.getUser((await app.store.getSession(caller.sid))!.userId))!.passwordHash.length > 0, true)
   t.equal((await me(app, caller)).status, 200, 'the session itself is not ended by the refusals')
 
   const metrics = (await call(app.url, 'GET', '/metrics')).text
@@ -336,7 +336,7 @@ t.test('GET /api/auth/sessions: the live sessions, newest first, with their fiel
   t.equal(r2.status, 200)
   const later = await sessions(app, { ...firstNow, auth: { authorization: `Bearer ${r2.body.data.accessToken as string}` } })
   t.same(later.body.data.sessions.map((s: { id: string; current: boolean }) => [s.id, s.current]), [[first.sid, true]], 'only live sessions')
-  t.equal(app.store.listSessions(user.id).length, 3, 'the idle ones are still stored (until the sweep), but not listed')
+  t.equal((await app.store.listSessions(user.id)).length, 3, 'the idle ones are still stored (until the sweep), but not listed')
 })
 
 t.test('HEAD /api/auth/sessions and the wrong methods', async (t) => {
@@ -409,7 +409,7 @@ t.test("DELETE: another user's session, an expired one and an unknown id are one
   c.advance(8 * 86_400_000)
   const caller = await signIn(app)
   const bob = await signIn(app, { email: 'bob@example.com' })
-  t.ok(app.store.getSession(old.sid), 'the idle session is still stored (the sweep has not run)')
+  t.ok(await app.store.getSession(old.sid), 'the idle session is still stored (the sweep has not run)')
 
   const answers: Reply[] = []
   for (const id of [bob.sid, old.sid, 'no-such-session', 'x'.repeat(600), 'a/b', '%00']) {

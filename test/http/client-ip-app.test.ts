@@ -19,7 +19,7 @@ async function sessionIp(app: TestServer, xff?: string | string[]): Promise<stri
   if (xff !== undefined) headers['x-forwarded-for'] = Array.isArray(xff) ? xff.join(', ') : xff
   const res = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
-  return app.store.getSession(sessionIdOf(res))!.ip
+  return (await app.store.getSession(sessionIdOf(res)))!.ip
 }
 
 t.test('from an untrusted peer, X-Forwarded-For changes nothing', async (t) => {
@@ -82,7 +82,7 @@ t.test('refresh and register count the same client address', async (t) => {
     call(app.url, 'POST', '/api/auth/register', { json: { email, password: PASSWORD }, headers: { 'x-forwarded-for': xff } })
   const first = await register('203.0.113.1', 'one@example.com')
   t.equal(first.status, 201)
-  t.equal(app.store.getSession(sessionIdOf(first))!.ip, '203.0.113.1', 'the new session records the client')
+  t.equal((await app.store.getSession(sessionIdOf(first)))!.ip, '203.0.113.1', 'the new session records the client')
   t.equal((await register('203.0.113.1', 'two@example.com')).status, 429)
   t.equal((await register('203.0.113.2', 'two@example.com')).status, 201)
 })

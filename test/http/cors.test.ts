@@ -142,9 +142,9 @@ t.test('a foreign Origin on the cookie endpoints: 403 Forbidden origin, no cooki
     }
   }
   t.equal(app.hasher.runs, runs, 'no password was checked')
-  t.equal(app.store.getUserByEmail('x@example.com'), undefined, 'no user registered')
-  t.equal(app.store.countSessions(user.id), 1, 'no session started or ended')
-  const session = app.store.listSessions()[0]!
+  t.equal(await app.store.getUserByEmail('x@example.com'), undefined, 'no user registered')
+  t.equal(await app.store.countSessions(user.id), 1, 'no session started or ended')
+  const session = (await app.store.listSessions())[0]!
   t.equal(session.generation, 0, 'nothing rotated')
   t.equal((await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${accessToken}` } })).status, 200)
   const refresh = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })

@@ -31,7 +31,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
     t.same(Object.keys(r.body), ['keys'], 'a bare JWK Set, not the success envelope')
     t.equal(r.body.keys.length, 1)
     const jwk = r.body.keys[0]
-    const key = activeKey(app)
+    const key = await activeKey(app)
     t.match(jwk, { kid: key.kid, alg, use: 'sig', kty: alg === 'ES256' ? 'EC' : 'RSA' })
     for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k']) t.notOk(secret in jwk, `no private member ${secret}`)
     t.notMatch(r.text, /PRIVATE/)
@@ -45,7 +45,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
     const { payload, protectedHeader } = await jwtVerify(token, set, { issuer: 'authd', audience: 'authd', typ: 'at+jwt', algorithms: [alg] })
     t.equal(payload.sub, user.id)
     t.equal(payload.email, 'ann@example.com')
-    t.equal(protectedHeader.kid, activeKey(app).kid)
+    t.equal(protectedHeader.kid, (await activeKey(app)).kid)
     const tampered = token.slice(0, -4) + (token.endsWith('AAAA') ? 'BBBB' : 'AAAA')
     await t.rejects(jwtVerify(tampered, set, { issuer: 'authd', audience: 'authd' }), 'a tampered token fails offline too')
   })
@@ -55,7 +55,7 @@ t.test('lists a rotated key at once, keeps the old one while its tokens live, an
   const app = await startServer(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const oldToken = await loginToken(app)
-  const old = activeKey(app)
+  const old = await activeKey(app)
   t.same(
     (await jwks(app)).keys.map((k) => k.kid),
     [old.kid],
@@ -84,7 +84,7 @@ t.test('a key rotated in by authctl is in the JWKS before it signs; the old key 
   const clock = { now: Date.now() }
   const app = await startServer(t, { now: () => clock.now })
   await addUser(app, 'ann@example.com', PASSWORD)
-  const old = activeKey(app)
+  const old = await activeKey(app)
   // as `authctl keys rotate` does, on the same store and clock
   const admin = createAdmin({ store: app.store, config: app.config, now: () => clock.now, passwords: lazyPasswordTools(app.config) })
   const { key } = await admin.rotateKey()

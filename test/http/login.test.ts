@@ -73,7 +73,7 @@ t.test('signs in: 200 with the token, the user, and the refresh cookie with prod
 
   const claims = decode(r.body.data.accessToken).payload
   t.equal(claims.sub, user.id)
-  const session = app.store.getSession(claims.sid as string)
+  const session = await app.store.getSession(claims.sid as string)
   t.ok(session, 'the token names a stored session')
   t.match(session, { userId: user.id, ip: '127.0.0.1', userAgent: 'login-test/1.0' })
   t.notOk(JSON.stringify(session).includes(nameValue!.split('=')[1]!), 'the store never holds the refresh token itself')
@@ -106,7 +106,7 @@ t.test('starts a new session on every login, even when an old refresh cookie is 
   const sid1 = decode(first.body.data.accessToken).payload.sid
   const sid2 = decode(second.body.data.accessToken).payload.sid
   t.not(sid1, sid2, 'a new session')
-  t.equal(app.store.countSessions(user.id), 2, 'the old session is left alone')
+  t.equal(await app.store.countSessions(user.id), 2, 'the old session is left alone')
 })
 
 t.test('answers 400 "Email and password are required" for missing, non-string or blank fields', async (t) => {
@@ -231,7 +231,7 @@ t.test('maps case and Unicode variants of an email to one account', async (t) =>
     { numRuns: 12, examples: fixed.map((e) => [e]) },
   )
   t.ok(seen.some((e) => e.includes('\u212a')), 'the KELVIN SIGN was among the variants')
-  t.equal(app.store.listUsers().length, 1)
+  t.equal((await app.store.listUsers()).length, 1)
 })
 
 t.test('refuses a stored hash with absurd parameters without running it: 401 at once, the dummy ran instead', async (t) => {
@@ -251,7 +251,7 @@ t.test('refuses a stored hash with absurd parameters without running it: 401 at 
   t.equal(watch.ran.length, 1)
   t.not(watch.ran[0], absurd, 'not the absurd one')
   t.same(parseHashParams(watch.ran[0]!), { memoryKib: 19456, timeCost: 2, parallelism: 1 }, 'the dummy, at the configured parameters')
-  t.equal(app.store.getUserByEmail('ann@example.com')!.passwordHash, absurd, 'and the record is not re-hashed')
+  t.equal((await app.store.getUserByEmail('ann@example.com'))!.passwordHash, absurd, 'and the record is not re-hashed')
 })
 
 t.test('re-hashes on login when the stored hash was made under other parameters', async (t) => {
@@ -260,13 +260,13 @@ t.test('re-hashes on login when the stored hash was made under other parameters'
   const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD })
   t.equal(r.status, 200)
-  const stored = app.store.getUser(user.id)!
+  const stored = (await app.store.getUser(user.id))!
   t.not(stored.passwordHash, old, 'the stored hash changed')
   t.same(parseHashParams(stored.passwordHash), { memoryKib: 19456, timeCost: 2, parallelism: 1 }, 'to the configured parameters')
   t.ok(await argon2.verify(stored.passwordHash, PASSWORD), 'and still verifies the same password')
   t.ok(stored.updatedAt >= user.updatedAt)
   t.equal((await login(app, { email: 'ann@example.com', password: PASSWORD })).status, 200, 'the next login works')
-  t.equal(app.store.getUser(user.id)!.passwordHash, stored.passwordHash, 'and does not re-hash again')
+  t.equal((await app.store.getUser(user.id))!.passwordHash, stored.passwordHash, 'and does not re-hash again')
 })
 
 t.test('does not re-hash on a failed login', async (t) => {
@@ -274,7 +274,7 @@ t.test('does not re-hash on a failed login', async (t) => {
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 32768, timeCost: 3, parallelism: 1 })
   const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
   isInvalidCredentials(t, await login(app, { email: 'ann@example.com', password: 'wrong horse battery' }))
-  t.equal(app.store.getUser(user.id)!.passwordHash, old)
+  t.equal((await app.store.getUser(user.id))!.passwordHash, old)
 })
 
 t.test('runs at most two argon2 hashes at once under concurrent logins (one on two cores)', async (t) => {

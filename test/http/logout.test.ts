@@ -66,7 +66,7 @@ t.test('logout ends the session at once: its refresh token and its access tokens
   const reused = await refresh(app, saved)
   t.equal(reused.status, 401, 'and so is its refresh token')
   t.same(reused.body, { success: false, message: 'Invalid or expired refresh token' })
-  t.equal(app.store.getSession(a.sid), undefined)
+  t.equal(await app.store.getSession(a.sid), undefined)
 
   t.equal((await me(app, b)).status, 200, 'a second session of the same user still works')
   t.equal((await refresh(app, b.jar)).status, 200)
@@ -118,13 +118,13 @@ t.test('{"all":true} ends every session of the cookie\'s user, and only theirs',
   await addUser(app, 'kim@example.com', PASSWORD)
   const sessions = [await login(app), await login(app), await login(app)]
   const kim = await login(app, 'kim@example.com')
-  t.equal(app.store.countSessions(user.id), 3)
+  t.equal(await app.store.countSessions(user.id), 3)
 
   const res = await logout(app, sessions[0]!.jar, { all: true })
   t.equal(res.status, 200)
   t.same(res.body, { success: true, data: {} })
   t.same(setCookies(res), [CLEARED])
-  t.equal(app.store.countSessions(user.id), 0)
+  t.equal(await app.store.countSessions(user.id), 0)
   for (const [i, s] of sessions.entries()) {
     t.equal((await me(app, s)).status, 401, `access token of session ${i}`)
     if (i > 0) t.equal((await refresh(app, s.jar)).status, 401, `refresh token of session ${i}`)
@@ -139,7 +139,7 @@ t.test('only a literal true means all', async (t) => {
   const a = await login(app)
   const b = await login(app)
   t.equal((await logout(app, a.jar, { all: 'true' })).status, 200)
-  t.equal(app.store.countSessions(user.id), 1, 'only the cookie\'s session ended')
+  t.equal(await app.store.countSessions(user.id), 1, 'only the cookie\'s session ended')
   t.equal((await me(app, b)).status, 200)
 })
 
@@ -150,7 +150,7 @@ t.test('login always starts a fresh session, even when an old cookie is presente
   const b = await login(app, EMAIL, PASSWORD, a.jar.header())
   t.not(b.sid, a.sid)
   t.not(b.jar.value, a.jar.value)
-  t.equal(app.store.countSessions(user.id), 2)
+  t.equal(await app.store.countSessions(user.id), 2)
   t.equal((await logout(app, b.jar)).status, 200)
   t.equal((await me(app, a)).status, 200, 'logging out the new session leaves the old one')
 })

@@ -33,7 +33,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
     await addUser(app, 'bob@example.com', PASSWORD)
     const token = await loginToken(app, 'ann@example.com')
     const bobToken = await loginToken(app, 'bob@example.com')
-    const key = activeKey(app)
+    const key = await activeKey(app)
     t.equal(key.alg, alg)
     const { header, payload } = decode(token)
     const now = Math.floor(Date.now() / 1000)

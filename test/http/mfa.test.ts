@@ -108,7 +108,7 @@ t.test('confirm: 409 without a setup, 400 for a wrong code, then ten recovery co
   t.equal(ok.body.data.recoveryCodes.length, 10)
   for (const c of ok.body.data.recoveryCodes) t.match(c, /^[a-z2-7]{5}-[a-z2-7]{5}$/)
   t.equal((await call(a.url, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, true, '/me says it is on')
-  const stored = a.store.getUserByEmail('ann@example.com')!
+  const stored = (await a.store.getUserByEmail('ann@example.com'))!
   t.equal(stored.mfaSetup, undefined)
   t.equal(stored.mfa!.secret, secret)
   t.equal(stored.mfa!.lastStep, step + 1, 'the confirming step counts as used')
@@ -186,7 +186,7 @@ t.test('login/mfa with a recovery code: amr pwd+mfa, each code once, in any case
   t.ok(cookies(r).some((c) => c.startsWith(`${REFRESH}=`)))
   const again = await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), recoveryCode: recoveryCodes[4] })
   t.same([again.status, again.body], [401, { success: false, message: 'Invalid code' }], 'a recovery code works once')
-  t.equal(a.store.getUserByEmail('ann@example.com')!.mfa!.recoveryCodes.length, 9)
+  t.equal((await a.store.getUserByEmail('ann@example.com'))!.mfa!.recoveryCodes.length, 9)
   const spaced = recoveryCodes[5]!.replace('-', ' ')
   t.equal((await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), recoveryCode: spaced })).status, 200)
   const bad = await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), recoveryCode: 'aaaaa-aaaaa' })
@@ -272,7 +272,7 @@ t.test('fifty concurrent wrong codes: exactly five are checked, forty-five get 4
 t.test('concurrent second steps with one mfaToken and right codes: exactly one session', async (t) => {
   const a = await app(t)
   const { secret, recoveryCodes, userId } = await withFactor(a, 'ann@example.com')
-  const before = a.store.countSessions(userId)
+  const before = await a.store.countSessions(userId)
   const token = await mfaToken(a, 'ann@example.com')
   const s = stepAt(a.clock.at)
   const bodies = [
@@ -284,7 +284,7 @@ t.test('concurrent second steps with one mfaToken and right codes: exactly one s
   const replies = await Promise.all(bodies.map((b) => second(a, b)))
   t.equal(replies.filter((r) => r.status === 200).length, 1, 'one wins')
   t.ok(replies.filter((r) => r.status !== 200).every((r) => r.status === 401 && r.body.message === 'Invalid or expired MFA token'))
-  t.equal(a.store.countSessions(userId), before + 1)
+  t.equal(await a.store.countSessions(userId), before + 1)
 })
 
 t.test('disable: 409 when off, 403 for a wrong password, then off, and a login signs in with the password', async (t) => {
@@ -437,5 +437,5 @@ t.test('a stolen password alone never yields a cookie or a token', async (t) => 
     t.notOk(cookies(r).some((c) => !/Max-Age=0/.test(c)), `${r.status} ${r.text.slice(0, 60)}: no cookie set`)
     t.notOk(/accessToken|refreshToken/.test(r.text), 'no token')
   }
-  t.equal(a.store.countSessions(a.store.getUserByEmail('ann@example.com')!.id), 1, 'only the session the test made before the factor was on')
+  t.equal(await a.store.countSessions((await a.store.getUserByEmail('ann@example.com'))!.id), 1, 'only the session the test made before the factor was on')
 })

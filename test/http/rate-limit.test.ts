@@ -146,9 +146,9 @@ t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a
       if ((err as AppError).code === 'CREDENTIALS_REQUIRED') accepted++
       else throw err
     }
-    if (i % 1000 === 0) peak = Math.max(peak, app.limiter.size())
+    if (i % 1000 === 0) peak = Math.max(peak, app.memoryLimiter!.size())
   }
-  peak = Math.max(peak, app.limiter.size())
+  peak = Math.max(peak, app.memoryLimiter!.size())
   t.equal(peak, 1000, 'never more keys than max_keys')
   t.equal(accepted, 20_000, 'no request was refused because the limiter was full')
 
@@ -163,8 +163,8 @@ t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a
   t.equal(warned[0]?.level, 'warn')
 
   c.advance(60 * 60_000)
-  app.limiter.prune()
-  t.ok(app.limiter.size() <= 3, `memory falls back after the window (${app.limiter.size()} keys)`)
+  app.memoryLimiter!.prune()
+  t.ok(app.memoryLimiter!.size() <= 3, `memory falls back after the window (${app.memoryLimiter!.size()} keys)`)
 })
 
 t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, counted, under keys of one small size', async (t) => {
@@ -191,7 +191,7 @@ t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, c
 
 t.test('a malformed registration and a cookie-less refresh take no limiter key', async (t) => {
   const app = await startServer(t, { env: PROXY })
-  const before = app.limiter.size()
+  const before = app.memoryLimiter!.size()
   for (let i = 0; i < 20; i++) {
     const ip = `10.0.0.${i}`
     const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'not-an-email', password: PASSWORD }, headers: { 'x-forwarded-for': ip } })
@@ -199,5 +199,5 @@ t.test('a malformed registration and a cookie-less refresh take no limiter key',
     const ref = await call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': ip } })
     t.equal(ref.status, 401)
   }
-  t.equal(app.limiter.size(), before)
+  t.equal(app.memoryLimiter!.size(), before)
 })

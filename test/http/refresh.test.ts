@@ -85,10 +85,10 @@ t.test('rotates on every use: a new cookie with the same attributes, and the old
   t.not(jar.value, rt0, 'a new token')
   t.equal((await me(app, res.body.data.accessToken)).status, 200)
 
-  const session = app.store.getSession(sessionIdOf(first.body.data.accessToken))!
+  const session = (await app.store.getSession(sessionIdOf(first.body.data.accessToken)))!
   t.equal(session.generation, 1)
   t.equal(session.refreshHash, sha256(jar.value!), 'the store holds the hash of the live token')
-  const record = JSON.stringify(app.store.listSessions())
+  const record = JSON.stringify(await app.store.listSessions())
   t.notOk(record.includes(rt0) || record.includes(jar.value!), 'and never a token itself')
 })
 
@@ -110,7 +110,7 @@ t.test('RT0→RT1→RT2→RT3, then RT0 again ends the session: every token and 
   t.equal(reuse.status, 401)
   t.same(reuse.body, { success: false, message: 'Invalid or expired refresh token' })
   t.same(setCookies(reuse), [CLEARED], 'the cookie is cleared')
-  t.equal(app.store.getSession(sid), undefined, 'the session is gone')
+  t.equal(await app.store.getSession(sid), undefined, 'the session is gone')
 
   for (const i of [3, 2, 1]) {
     const res = await refreshWith(app, tokens[i])
@@ -171,21 +171,21 @@ t.test('a used token is recognised however many rotations ago it was used: it en
     c.advance(60_000)
     tokens.push(tokenOf(await refreshWith(app, tokens[tokens.length - 1])))
   }
-  t.equal(app.store.getSession(sid)!.generation, 40)
+  t.equal((await app.store.getSession(sid))!.generation, 40)
   // a cookie stolen at login and replayed hours later, 40 rotations on
   const replay = await refreshWith(app, tokens[0])
   t.equal(replay.status, 401)
   t.same(setCookies(replay), [CLEARED])
-  t.equal(app.store.getSession(sid), undefined, 'the session is ended')
+  t.equal(await app.store.getSession(sid), undefined, 'the session is ended')
   t.equal((await refreshWith(app, tokens[40])).status, 401, 'its live token with it')
 
   // a token of the right shape and an unknown family touches nothing
   const other = new CookieJar(COOKIE)
   await login(app, other)
-  const sid2 = app.store.listSessions()[0]!.id
+  const sid2 = (await app.store.listSessions())[0]!.id
   const forged = `${'A'.repeat(22)}.${other.value!.slice(23)}`
   t.equal((await refreshWith(app, forged)).status, 401)
-  t.ok(app.store.getSession(sid2), 'a stranger cannot end a session by guessing')
+  t.ok(await app.store.getSession(sid2), 'a stranger cannot end a session by guessing')
 })
 
 t.test('logout with any token the session had ends it; {"all":true} only with the live one', async (t) => {
@@ -200,7 +200,7 @@ t.test('logout with any token the session had ends it; {"all":true} only with th
   const logout = (url: string, token: string, all: boolean) => call(url, 'POST', '/api/auth/logout', { json: all ? { all: true } : {}, headers: { cookie: `${COOKIE}=${token}` } })
   const out = await logout(app.url, rt0, true)
   t.equal(out.status, 200)
-  t.equal(app.store.getSession(sid), undefined, 'the login token, 35 rotations old, still names its session')
+  t.equal(await app.store.getSession(sid), undefined, 'the login token, 35 rotations old, still names its session')
   t.equal((await refreshWith(app, live)).status, 401)
   t.equal((await refreshWith(app, other.value)).status, 200, 'but a used token cannot sign the user out everywhere')
 
@@ -208,7 +208,7 @@ t.test('logout with any token the session had ends it; {"all":true} only with th
   const device = new CookieJar(COOKIE)
   await login(app2, device)
   t.equal((await logout(app2.url, live2, true)).status, 200)
-  t.equal(app2.store.listSessions().length, 0, 'the live token can')
+  t.equal((await app2.store.listSessions()).length, 0, 'the live token can')
 })
 
 t.test('20 concurrent refreshes with one token leave exactly one live successor', async (t) => {
@@ -223,7 +223,7 @@ t.test('20 concurrent refreshes with one token leave exactly one live successor'
   t.ok(replies.every((r) => r.status === 200 || r.status === 401), 'only 200 or 401')
   const successors = new Set(ok.map(tokenOf))
   t.equal(successors.size, 1, 'every 200 carries the same successor')
-  const session = app.store.getSession(sid)
+  const session = await app.store.getSession(sid)
   t.ok(session, 'the session lives (all within the grace)')
   t.equal(session!.generation, 1, 'rotated exactly once')
   const [live] = successors
@@ -240,7 +240,7 @@ t.test('with no grace, concurrent refreshes never leave two live successors', as
   const replies = await Promise.all(Array.from({ length: 20 }, () => refreshWith(app, jar.value)))
   const successors = new Set(replies.filter((r) => r.status === 200).map(tokenOf))
   t.ok(successors.size <= 1, `${successors.size} distinct successors`)
-  const session = app.store.getSession(sid)
+  const session = await app.store.getSession(sid)
   const live = [...successors].filter((tok) => session !== undefined && session.refreshHash === sha256(tok))
   if (session !== undefined) {
     t.equal(live.length, 1, 'the live successor is the one answered')
@@ -327,7 +327,7 @@ t.test('idle expiry: a token unused for sessions.idle_ttl is refused and the coo
   t.equal(expired.status, 401)
   t.same(expired.body, { success: false, message: 'Invalid or expired refresh token' })
   t.same(setCookies(expired), [CLEARED])
-  t.equal(app.store.getSession(sid), undefined, 'the expired session is removed')
+  t.equal(await app.store.getSession(sid), undefined, 'the expired session is removed')
 })
 
 t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often used', async (t) => {
@@ -344,7 +344,7 @@ t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often us
   t.equal(expired.status, 401, 'refused at the absolute expiry although used 20 min ago')
   t.same(expired.body, { success: false, message: 'Invalid or expired refresh token' })
   t.same(setCookies(expired), [CLEARED])
-  t.equal(app.store.listSessions().length, 0)
+  t.equal((await app.store.listSessions()).length, 0)
 })
 
 t.test('429 Too many requests above refresh.per_ip, with Retry-After, and nothing rotated', async (t) => {

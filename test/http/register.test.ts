@@ -36,12 +36,12 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   t.match(nameValue, /^__Host-authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, '256-bit token under the __Host- name')
   t.same(attrs.sort(), ['HttpOnly', `Max-Age=${ABSOLUTE_TTL_S}`, 'Path=/', 'SameSite=Strict', 'Secure'].sort())
 
-  const stored = app.store.getUserByEmail('zoe@example.com')
+  const stored = await app.store.getUserByEmail('zoe@example.com')
   t.ok(stored)
   t.equal(stored!.id, data.user.id)
   t.equal(stored!.disabled, false)
   t.match(stored!.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
-  t.equal(app.store.countSessions(stored!.id), 1, 'signed in: one session')
+  t.equal(await app.store.countSessions(stored!.id), 1, 'signed in: one session')
 
   const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${data.accessToken}` } })
   t.same(me.body, { success: true, data: { id: stored!.id, email: 'zoe@example.com', mfaEnabled: false } })
@@ -77,8 +77,8 @@ t.test('ignores every field but email and password (mass assignment)', async (t)
   })
   t.equal(res.status, 201)
   t.not(res.body.data.user.id, 'x', 'the id is made by the server')
-  t.equal(app.store.getUser('x'), undefined)
-  const user = app.store.getUserByEmail('mallory@example.com')!
+  t.equal(await app.store.getUser('x'), undefined)
+  const user = (await app.store.getUserByEmail('mallory@example.com'))!
   t.same(Object.keys(user).sort(), ['createdAt', 'disabled', 'email', 'id', 'passwordHash', 'updatedAt'])
   t.equal(user.disabled, false)
   t.not(user.createdAt, 0)
@@ -97,7 +97,7 @@ t.test('409 for case and Unicode variants of a registered email', async (t) => {
     t.same(res.body, { success: false, message: 'Email already registered' })
     t.same(setCookies(res), [], 'no cookie on a conflict')
   }
-  t.equal(app.store.listUsers().length, 1)
+  t.equal((await app.store.listUsers()).length, 1)
 })
 
 t.test('look-alike accounts: a U-label domain and its A-label are one account, and either form signs in', async (t) => {
@@ -115,7 +115,7 @@ t.test('look-alike accounts: a U-label domain and its A-label are one account, a
     t.equal(login.status, 200, `login as ${JSON.stringify(email)}`)
     t.equal(login.body.data.user.id, first.body.data.user.id)
   }
-  t.same(app.store.listUsers().map((u) => u.email), ['ann@xn--bcher-kva.example'])
+  t.same((await app.store.listUsers()).map((u) => u.email), ['ann@xn--bcher-kva.example'])
 })
 
 t.test('50 concurrent registrations of one email (in variants) make exactly one account', async (t) => {
@@ -127,12 +127,12 @@ t.test('50 concurrent registrations of one email (in variants) make exactly one 
   const statuses = replies.map((r) => r.status)
   t.equal(statuses.filter((s) => s === 201).length, 1, 'one 201')
   t.equal(statuses.filter((s) => s === 409).length, 49, 'forty-nine 409')
-  const users = app.store.listUsers()
+  const users = await app.store.listUsers()
   t.equal(users.length, 1)
   t.equal(users[0]!.email, 'race@example.com')
   const winner = replies.find((r) => r.status === 201)!
   t.equal(winner.body.data.user.id, users[0]!.id)
-  t.equal(app.store.countSessions(users[0]!.id), 1, 'only the winner was signed in')
+  t.equal(await app.store.countSessions(users[0]!.id), 1, 'only the winner was signed in')
 })
 
 t.test('400 Email and password are required', async (t) => {
@@ -153,7 +153,7 @@ t.test('400 Email and password are required', async (t) => {
     t.equal(res.status, 400, JSON.stringify(body))
     t.same(res.body, { success: false, message: 'Email and password are required' })
   }
-  t.equal(app.store.listUsers().length, 0)
+  t.equal((await app.store.listUsers()).length, 0)
 })
 
 t.test('400 Invalid email address', async (t) => {
@@ -186,7 +186,7 @@ t.test('400 Invalid email address', async (t) => {
     t.equal(res.status, 400, why)
     t.same(res.body, { success: false, message: 'Invalid email address' }, why)
   }
-  t.equal(app.store.listUsers().length, 0)
+  t.equal((await app.store.listUsers()).length, 0)
   const edge = `${'a'.repeat(249)}@x.io` // exactly 254 bytes
   t.equal((await register(app, { email: edge, password: PASSWORD })).status, 201, 'exactly 254 bytes is accepted')
 })
@@ -229,7 +229,7 @@ t.test('400 Password is too common, from the bundled list, in any case', async (
     t.equal(res.status, 400, password)
     t.same(res.body, { success: false, message: 'Password is too common' })
   }
-  t.equal(app.store.listUsers().length, 0)
+  t.equal((await app.store.listUsers()).length, 0)
 })
 
 t.test('403 Registration is disabled', async (t) => {
@@ -239,7 +239,7 @@ t.test('403 Registration is disabled', async (t) => {
   t.equal(res.status, 403)
   t.same(res.body, { success: false, message: 'Registration is disabled' })
   t.same(setCookies(res), [])
-  t.equal(app.store.listUsers().length, 0)
+  t.equal((await app.store.listUsers()).length, 0)
   t.equal(app.hasher.runs, runs, 'nothing was hashed')
 })
 
@@ -257,7 +257,7 @@ t.test('429 Too many registration attempts with Retry-After, per client IP', asy
   t.equal(res.headers['retry-after'], '3600')
   t.same(setCookies(res), [])
   t.equal(app.hasher.runs, runs, 'argon2 is not run for a refused attempt')
-  t.equal(app.store.getUserByEmail('three@x.io'), undefined)
+  t.equal(await app.store.getUserByEmail('three@x.io'), undefined)
   now += 3600_000
   t.equal((await register(app, { email: 'three@x.io', password: PASSWORD })).status, 201, 'allowed again after the window')
 })

@@ -39,5 +39,23 @@ t.test('limit-clear requests written by one handle are applied by a watcher on a
   for (let i = 0; i < 100 && applied.length < 2; i++) await new Promise((r) => setTimeout(r, 20))
   await new Promise((r) => setTimeout(r, 100))
   t.same(applied, [{ email: 'ann@example.com' }, { ipKey: '203.0.113.7' }], 'the ones after it started, in order, once')
-  t.same(daemon.limitClearsAfter(3), [])
+  t.same(await daemon.limitClearsAfter(3), [])
+})
+
+t.test('limit-clear requests written by one handle are read by another, numbered on', async (t) => {
+  const dir = t.testdir()
+  const daemon = await openLmdbStore({ path: dir })
+  const ctl = await openLmdbStore({ path: dir })
+  t.teardown(async () => {
+    await daemon.close()
+    await ctl.close()
+  })
+  t.equal(await ctl.addLimitClear({ email: 'ann@example.com' }, 1), 1)
+  t.equal(await daemon.addLimitClear({ ipKey: '203.0.113.7' }, 2), 2, 'one sequence for all handles')
+  await new Promise((r) => setTimeout(r, 5))
+  t.same(await daemon.limitClearsAfter(0), [
+    { seq: 1, target: { email: 'ann@example.com' }, at: 1 },
+    { seq: 2, target: { ipKey: '203.0.113.7' }, at: 2 },
+  ])
+  t.same(await ctl.limitClearsAfter(1), [{ seq: 2, target: { ipKey: '203.0.113.7' }, at: 2 }])
 })

@@ -15,6 +15,6 @@ t.test('opens a real store again after it was written and closed', async (t) => 
   const first = await openLmdbStore({ path: dir })
   await first.close()
   const again = await openLmdbStore({ path: dir })
-  t.equal(again.listUsers().length, 0)
+  t.equal((await again.listUsers()).length, 0)
   await again.close()
 })

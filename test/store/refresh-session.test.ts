@@ -20,8 +20,8 @@ t.test('50 concurrent createUser of one email: exactly one wins', async (t) => {
   const results = await Promise.all(Array.from({ length: 50 }, (_, i) => store.createUser(user(`u${i}`, 'race@example.com'))))
   t.equal(results.filter(Boolean).length, 1)
   const winner = results.indexOf(true)
-  t.equal(store.getUserByEmail('race@example.com')?.id, `u${winner}`, 'the email index names the winner')
-  t.same(store.listUsers().map((u) => u.id), [`u${winner}`], 'and no loser left a record behind')
+  t.equal((await store.getUserByEmail('race@example.com'))?.id, `u${winner}`, 'the email index names the winner')
+  t.same((await store.listUsers()).map((u) => u.id), [`u${winner}`], 'and no loser left a record behind')
 })
 
 t.test('concurrent refreshes of one token rotate once; the rest get the same successor', async (t) => {
@@ -34,7 +34,7 @@ t.test('concurrent refreshes of one token rotate once; the rest get the same suc
   const tokens = new Set(outs.map((o) => ('token' in o ? o.token : '')))
   t.equal(tokens.size, 1, 'one successor')
   const [successor] = tokens
-  const s = store.getSession(id)!
+  const s = (await store.getSession(id))!
   t.equal(s.generation, 1)
   t.equal(s.refreshHash, hashToken(successor!))
   t.equal(s.previousHash, hashToken(token))
@@ -52,7 +52,7 @@ t.test('concurrent refreshes past the grace: one rotation, and the rest end the 
   const kinds = outs.map((o) => o.kind)
   t.equal(kinds.filter((k) => k === 'rotated').length, 1, 'never two rotations')
   t.ok(kinds.includes('reuse'))
-  t.equal(store.getSession(id), undefined, 'the session ended')
+  t.equal(await store.getSession(id), undefined, 'the session ended')
 })
 
 t.test('a reuse removes the session and every refresh token it ever had', async (t) => {
@@ -63,17 +63,17 @@ t.test('a reuse removes the session and every refresh token it ever had', async 
   const rt1 = await rotate(store, rt0)
   const rt2 = await rotate(store, rt1)
   const rt3 = await rotate(store, rt2)
-  for (const tok of [rt0, rt1, rt2, rt3]) t.equal(store.findSessionIdByRefreshHash(hashToken(tok)), id)
+  for (const tok of [rt0, rt1, rt2, rt3]) t.equal(await store.findSessionIdByRefreshHash(hashToken(tok)), id)
 
   const out = await refresh(store, rt0, T0 + 60_000)
   t.equal(out.kind, 'reuse')
-  t.equal(store.getSession(id), undefined)
+  t.equal(await store.getSession(id), undefined)
   for (const tok of [rt0, rt1, rt2, rt3]) {
-    t.equal(store.findSessionIdByRefreshHash(hashToken(tok)), undefined, 'no hash of the session is left')
+    t.equal(await store.findSessionIdByRefreshHash(hashToken(tok)), undefined, 'no hash of the session is left')
     t.equal((await refresh(store, tok)).kind, 'unknown')
   }
-  t.same(store.listSessions('u1').map((s) => s.id), [other.id], 'the index holds only the other session')
-  t.equal(store.countSessions('u1'), 1)
+  t.same((await store.listSessions('u1')).map((s) => s.id), [other.id], 'the index holds only the other session')
+  t.equal(await store.countSessions('u1'), 1)
 })
 
 t.test('reuse is detected for every token a session ever had, through its family', async (t) => {
@@ -81,15 +81,15 @@ t.test('reuse is detected for every token a session ever had, through its family
   const { id, token } = await newSession(store)
   const chain = [token]
   for (let i = 0; i < 40; i++) chain.push(await rotate(store, chain[chain.length - 1]!, T0 + i))
-  t.equal(store.getSession(id)!.generation, 40)
-  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[0]!)), undefined, 'the token itself is no longer indexed')
-  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[0]!), familyHashOf(chain[0]!)), id, 'its family is')
+  t.equal((await store.getSession(id))!.generation, 40)
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(chain[0]!)), undefined, 'the token itself is no longer indexed')
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(chain[0]!), familyHashOf(chain[0]!)), id, 'its family is')
   const other = await newSession(store)
   t.equal((await refresh(store, chain[0]!, T0 + 60_000)).kind, 'reuse', 'the login token, 40 rotations on')
-  t.equal(store.getSession(id), undefined)
-  t.equal(store.findSessionIdByRefreshHash(hashToken(chain[40]!), familyHashOf(chain[40]!)), undefined, 'the family went with the session')
+  t.equal(await store.getSession(id), undefined)
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(chain[40]!), familyHashOf(chain[40]!)), undefined, 'the family went with the session')
   t.equal((await refresh(store, chain[40]!, T0 + 60_000)).kind, 'unknown')
-  t.ok(store.getSession(other.id), 'another session untouched')
+  t.ok(await store.getSession(other.id), 'another session untouched')
 })
 
 t.test("an older version's session (no family): reuse is detected for its last 32 tokens, and it gets a family at its next rotation", async (t) => {
@@ -99,18 +99,18 @@ t.test("an older version's session (no family): reuse is detected for its last 3
   const first = await refresh(store, token, T0)
   if (first.kind !== 'rotated') throw new Error('not rotated')
   t.match(first.token, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, 'its next token has a family')
-  t.equal(store.findSessionIdByRefreshHash('x', familyHashOf(first.token)), id, 'indexed by it')
+  t.equal(await store.findSessionIdByRefreshHash('x', familyHashOf(first.token)), id, 'indexed by it')
 
   const legacy = await newSession(store, { userId: 'u2', legacy: true })
   // a store of an older version: tokens without a family were indexed one by one, the last 32
   const oldChain = [legacy.token]
-  t.equal(store.findSessionIdByRefreshHash(hashToken(oldChain[0]!)), legacy.id)
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(oldChain[0]!)), legacy.id)
   const upgraded = await rotate(store, oldChain[0]!, T0)
   for (let i = 0; i < 40; i++) oldChain.push(i === 0 ? upgraded : await rotate(store, oldChain[oldChain.length - 1]!, T0 + i))
   t.equal((await refresh(store, oldChain[0]!, T0 + 60_000)).kind, 'unknown', 'its one family-less token, 40 rotations back, is unknown: nothing names its session')
-  t.ok(store.getSession(legacy.id), 'and the session is left alone')
+  t.ok(await store.getSession(legacy.id), 'and the session is left alone')
   t.equal((await refresh(store, oldChain[1]!, T0 + 60_000)).kind, 'reuse', 'its first token with a family is recognised')
-  t.equal(store.getSession(legacy.id), undefined)
+  t.equal(await store.getSession(legacy.id), undefined)
 })
 
 t.test('revokeSession and revokeUserSessions remove the sessions and their token entries', async (t) => {
@@ -121,11 +121,11 @@ t.test('revokeSession and revokeUserSessions remove the sessions and their token
   const a1 = await rotate(store, a.token)
   t.equal(await store.revokeSession(a.id), true)
   t.equal(await store.revokeSession(a.id), false, 'twice is harmless')
-  for (const tok of [a.token, a1]) t.equal(store.findSessionIdByRefreshHash(hashToken(tok)), undefined)
+  for (const tok of [a.token, a1]) t.equal(await store.findSessionIdByRefreshHash(hashToken(tok)), undefined)
   t.equal(await store.revokeUserSessions('u1'), 1)
-  t.equal(store.findSessionIdByRefreshHash(hashToken(b.token)), undefined)
-  t.equal(store.countSessions('u1'), 0)
-  t.equal(store.findSessionIdByRefreshHash(hashToken(c.token)), c.id, "another user's session stays")
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(b.token)), undefined)
+  t.equal(await store.countSessions('u1'), 0)
+  t.equal(await store.findSessionIdByRefreshHash(hashToken(c.token)), c.id, "another user's session stays")
 })
 
 t.test('the data file never holds a refresh token, and a stored hash does not work as one', async (t) => {

@@ -38,7 +38,7 @@ t.test('access tokens', async (t) => {
 
   t.test('refuses a token with a crit header even under our own signature', async (t) => {
     const { header, payload } = decode(token)
-    const sign = signer(activeKey(app))
+    const sign = signer(await activeKey(app))
     t.equal((await me(craft(header, payload, sign))).status, 200, 'the same crafting without crit is accepted')
     for (const crit of [['exp'], ['b64'], [], 'exp']) {
       const r = await me(craft({ ...header, crit }, payload, sign))

@@ -72,7 +72,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
   const d: FakeDeps = {
-    dataDir: '/var/lib/authd',
+    storeLabel: 'LMDB /var/lib/authd',
     defaultSmokeUrl: 'http://127.0.0.1:8080',
     smokeStepNames: ['login', 'me', 'refresh', 'me_refreshed', 'logout', 'refresh_after_logout'],
     now: () => T0,

@@ -6,7 +6,7 @@ import t from 'tap'
 import { createAdmin } from '../../src/core/admin.js'
 import { generateKey } from '../../src/core/keys.js'
 import type { SmokeStepEvent } from '../../src/tui/deps.js'
-import { createStoreTuiDeps } from '../../src/tui/store-deps.js'
+import { createStoreTuiDeps, storeLabel } from '../../src/tui/store-deps.js'
 import { addUser, buildApp, call, startServer, type TestApp } from '../helpers/app.js'
 import { signIn } from '../helpers/sign-in.js'
 
@@ -17,7 +17,7 @@ function tuiDeps(app: TestApp, now: () => number = Date.now) {
     now,
     passwords: async () => ({ hasher: app.hasher, policy: await import('../../src/core/password-policy.js').then((m) => m.createPasswordPolicy(app.config.passwords)) }),
   })
-  return createStoreTuiDeps({ admin, dataDir: app.store.path, publicUrl: app.config.server.publicUrl, now })
+  return createStoreTuiDeps({ admin, store: app.store, storeLabel: storeLabel(app.store), publicUrl: app.config.server.publicUrl, now })
 }
 
 const client = { ip: '198.51.100.4', ipKey: '198.51.100.4', userAgent: 'tui-test/1.0' }
@@ -41,7 +41,7 @@ t.test('the snapshot shows users with live session counts, sessions with their u
   t.match(snap.sessions[0], { email: 'alice@example.com', ip: '198.51.100.4', userAgent: 'tui-test/1.0' })
   t.equal(snap.keys.length, 1)
   t.match(snap.keys[0], { alg: 'ES256', state: 'active' })
-  t.equal(deps.dataDir, app.store.path)
+  t.equal(deps.storeLabel, `LMDB ${app.config.store.path}`, 'the header names the backend and the data directory')
   t.equal(deps.defaultSmokeUrl, app.config.server.publicUrl)
 })
 
@@ -65,14 +65,14 @@ t.test('setPassword and disabling revoke the sessions and say how many; enabling
   await signIn(app, { email: 'dave@example.com', password: 'correct horse battery' }, client)
   await signIn(app, { email: 'dave@example.com', password: 'correct horse battery' }, client)
   await t.rejects(deps.setPassword(u.id, 'password'), { message: 'Password is too common' })
-  t.equal(app.store.countSessions(u.id), 2, 'a refused password changes nothing')
+  t.equal(await app.store.countSessions(u.id), 2, 'a refused password changes nothing')
   t.equal(await deps.setPassword(u.id, 'n3w-Passw0rd-long'), 2)
-  t.equal(app.store.countSessions(u.id), 0)
+  t.equal(await app.store.countSessions(u.id), 0)
   await signIn(app, { email: 'dave@example.com', password: 'n3w-Passw0rd-long' }, client)
   t.equal(await deps.setDisabled(u.id, true), 1)
-  t.equal(app.store.getUser(u.id)?.disabled, true)
+  t.equal((await app.store.getUser(u.id))?.disabled, true)
   t.equal(await deps.setDisabled(u.id, false), 0)
-  t.equal(app.store.getUser(u.id)?.disabled, false)
+  t.equal((await app.store.getUser(u.id))?.disabled, false)
 })
 
 t.test('sessions: revoke one, then all of a user; removing a user removes its sessions', async (t) => {
@@ -83,13 +83,13 @@ t.test('sessions: revoke one, then all of a user; removing a user removes its se
   await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
   await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
   await deps.revokeSession(a.sessionId)
-  t.equal(app.store.getSession(a.sessionId), undefined)
+  t.equal(await app.store.getSession(a.sessionId), undefined)
   await t.rejects(deps.revokeSession(a.sessionId), { message: /No session with id/ })
   t.equal(await deps.revokeUserSessions(u.id), 2)
   await signIn(app, { email: 'erin@example.com', password: 'correct horse battery' }, client)
   await deps.removeUser(u.id)
-  t.equal(app.store.getUser(u.id), undefined)
-  t.equal(app.store.listSessions(u.id).length, 0)
+  t.equal(await app.store.getUser(u.id), undefined)
+  t.equal((await app.store.listSessions(u.id)).length, 0)
   t.same((await deps.snapshot()).users, [])
 })
 
@@ -108,8 +108,8 @@ t.test('the 2FA column reads the store; resetMfa removes the factor, its codes a
   t.same(before.users.map((x) => [x.email, x.mfaEnabled]).sort(), [['faye@example.com', true], ['gus@example.com', false]])
   t.notMatch(JSON.stringify(before), secret, 'the secret is not in what the UI reads')
   t.equal(await deps.resetMfa(u.id), true)
-  t.equal(app.store.getUser(u.id)?.mfa, undefined)
-  t.equal(app.store.getUser(u.id)?.mfaSetup, undefined)
+  t.equal((await app.store.getUser(u.id))?.mfa, undefined)
+  t.equal((await app.store.getUser(u.id))?.mfaSetup, undefined)
   t.equal((await deps.snapshot()).users.find((x) => x.id === u.id)?.mfaEnabled, false)
   t.equal(await deps.resetMfa(u.id), false, 'nothing left to reset')
   await t.rejects(deps.resetMfa('no-such-id'), { message: 'No user with email or id "no-such-id".' })
@@ -131,7 +131,7 @@ t.test('keys: rotate makes a next key that signs after tokens.key_lead; revoking
   await deps.revokeKey(first.kid)
   const [replacement] = (await deps.snapshot()).keys
   t.equal(replacement!.state, 'active')
-  t.equal(app.store.getKey(next.kid), undefined)
+  t.equal(await app.store.getKey(next.kid), undefined)
   const again = await deps.rotateKey()
   t.equal(again.state, 'next')
   await deps.revokeKey(again.kid)
@@ -143,11 +143,11 @@ t.test('keys: rotate makes a next key that signs after tokens.key_lead; revoking
   t.equal(keys[1]!.kid, replacement!.kid)
   await deps.checkRevokeKey(replacement!.kid)
   await deps.revokeKey(replacement!.kid)
-  t.equal(app.store.getKey(replacement!.kid), undefined, 'a retiring key goes')
+  t.equal(await app.store.getKey(replacement!.kid), undefined, 'a retiring key goes')
   // the active key: replaced by a new one first, so there is always a key to sign with
   await deps.checkRevokeKey(current.kid)
   await deps.revokeKey(current.kid)
-  t.equal(app.store.getKey(current.kid), undefined)
+  t.equal(await app.store.getKey(current.kid), undefined)
   const after = (await deps.snapshot()).keys
   t.equal(after.length, 1)
   t.equal(after[0]!.state, 'active')

@@ -60,7 +60,7 @@ t.test('Users: header with the data dir and counts, rows with status in words, f
   const lines = f.split('\n')
   t.ok(lines.length <= 23, `fits 24 rows (${lines.length} lines)`)
   t.ok(lines.every((l) => [...l].length <= 80), 'fits 80 columns')
-  t.match(lines[0], /authd · data \/var\/lib\/authd\s+2 users · 2 sessions · 2 keys/)
+  t.match(lines[0], /authd · LMDB \/var\/lib\/authd\s+2 users · 2 sessions · 2 keys/)
   t.match(lines[1], /\[1 Users\]/, 'the current view is marked by brackets, not only a colour')
   t.match(f, /EMAIL\s+STATUS\s+2FA\s+CREATED \(UTC\)\s+SESSIONS/)
   t.match(f, /> alice@example\.com\s+active\s+on\s+2025-03-04 09:05\s+2/)

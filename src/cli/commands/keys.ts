@@ -72,7 +72,7 @@ export const keysRotateView = (d: RotateDoc): View => ({
 })
 
 export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
-  const key = deps.admin.checkRevokeKey(args.kid)
+  const key = await deps.admin.checkRevokeKey(args.kid)
   // tokens signed with the key stop verifying at once
   const replace = key.state === 'active' ? ' (the active key: a new key replaces it first)' : ''
   await deps.confirm(`revoke key ${key.kid}${replace}`, args.yes)

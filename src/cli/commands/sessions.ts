@@ -43,6 +43,8 @@ export async function sessionsListPrint(
   args: { user?: string },
   out: { json: boolean; write: (s: string) => boolean | void; drained?: () => Promise<void> },
 ): Promise<void> {
+  // an unknown user fails here, before anything is written
+  if (args.user !== undefined) await deps.admin.resolveUser(args.user)
   const pages = deps.admin.sessionPages(args.user)
   // a page is read only once the one before has been taken: a slow reader holds nothing up here
   const write = async (text: string): Promise<void> => {

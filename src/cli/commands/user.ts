@@ -39,14 +39,14 @@ const userFields = (u: UserDoc): Array<[string, string]> => [
 
 export async function userAdd(deps: StoreDeps, args: { email: string; passwordStdin: boolean }): Promise<{ user: UserDoc }> {
   // refuse a bad or taken email before asking for a password
-  deps.admin.checkNewEmail(args.email)
+  await deps.admin.checkNewEmail(args.email)
   const password = await deps.newPassword(args.passwordStdin)
   return { user: userDoc(await deps.admin.addUser(args.email, password)) }
 }
 export const userAddView = (d: { user: UserDoc }): View => ({ fields: [['id', d.user.id], ['email', cell(d.user.email, 300)]], note: 'User created.' })
 
 export async function userList(deps: StoreDeps): Promise<{ users: UserDoc[] }> {
-  return { users: deps.admin.listUsers().map(userDoc) }
+  return { users: (await deps.admin.listUsers()).map(userDoc) }
 }
 export const userListView = (d: { users: UserDoc[] }): View => ({
   table: {
@@ -57,7 +57,7 @@ export const userListView = (d: { users: UserDoc[] }): View => ({
 })
 
 export async function userShow(deps: StoreDeps, args: { ref: string }): Promise<{ user: UserDoc }> {
-  return { user: userDoc(deps.admin.showUser(args.ref)) }
+  return { user: userDoc(await deps.admin.showUser(args.ref)) }
 }
 export const userShowView = (d: { user: UserDoc }): View => ({ fields: userFields(d.user) })
 
@@ -76,7 +76,7 @@ export const userEnableView = (d: { user: UserDoc }): View => ({ lines: [`Enable
 
 export async function userPasswd(deps: StoreDeps, args: { ref: string; passwordStdin: boolean }): Promise<{ user: UserDoc; revokedSessions: number }> {
   // an unknown user is reported before a password is asked for
-  deps.admin.resolveUser(args.ref)
+  await deps.admin.resolveUser(args.ref)
   const password = await deps.newPassword(args.passwordStdin)
   const r = await deps.admin.setPassword(args.ref, password)
   return { user: userDoc(r.user), revokedSessions: r.revokedSessions }
@@ -86,7 +86,7 @@ export const userPasswdView = (d: { user: UserDoc; revokedSessions: number }): V
 })
 
 export async function userRm(deps: StoreDeps, args: { ref: string; yes: boolean }): Promise<{ removed: UserDoc; revokedSessions: number }> {
-  const user = deps.admin.showUser(args.ref)
+  const user = await deps.admin.showUser(args.ref)
   await deps.confirm(`delete user ${user.email} (${user.id}) and its ${plural(user.sessions, 'session')}`, args.yes)
   const r = await deps.admin.removeUser(user.id)
   return { removed: userDoc(r.user), revokedSessions: r.revokedSessions }
@@ -97,7 +97,7 @@ export const userRmView = (d: { removed: UserDoc; revokedSessions: number }): Vi
 
 export async function userMfaReset(deps: StoreDeps, args: { ref: string; yes: boolean }): Promise<{ user: UserDoc; wasEnabled: boolean }> {
   // an unknown user is reported before anything is asked
-  const user = deps.admin.showUser(args.ref)
+  const user = await deps.admin.showUser(args.ref)
   await deps.confirm(`reset the second factor of ${user.email} (${user.id}), so that the password alone signs in`, args.yes)
   const r = await deps.admin.resetMfa(user.id)
   return { user: userDoc(r.user), wasEnabled: r.wasEnabled }
