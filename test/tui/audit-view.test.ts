@@ -138,7 +138,7 @@ t.test('Audit: the fifth tab; newest first, fitting 80×24; Enter opens an event
   t.match(f, /1-5\/Tab views/)
 
   await ui.press(KEY.down, KEY.enter)
-  const d = await ui.waitFor('detail')
+  const d = await ui.waitFor(/Event \d+: login\.failure[\s\S]*detail /)
   t.match(d, /Event \d+: login\.failure/)
   t.match(d, /actor\s+api/)
   t.match(d, /user\s+bob@example\.com \(id-bob\)/)
