@@ -6,8 +6,8 @@ import { ListFrame } from './list-frame.js'
 import { Details, Heading, Row } from './parts.js'
 import { selectedIndex, visibleAudit, type State } from './state.js'
 
-// with the row's two-column marker: 2 + 8 + 20 + 22 + 27 = 79
-const COLUMNS = [8, 20, 22, 27]
+// with the row's two-column marker: 2 + 8 + 21 + 22 + 26 = 79
+const COLUMNS = [8, 21, 22, 26]
 
 /** `2025-03-04 09:05:07` (UTC) */
 const formatSecond = (ms: number): string => new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
