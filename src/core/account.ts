@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config/types.js'
 import type { SessionEntry, SessionRecord, Store } from '../store/store.js'
+import { apiDraft } from './audit.js'
 import type { Authenticated, ClientContext, Logger } from './caller.js'
 import { AppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
@@ -118,6 +119,8 @@ export function createAccount(deps: AccountDeps): Account {
       await deps.chargeCleared(charge)
       // at the current parameters, whatever the old hash's were
       const passwordHash = await hasher.hash(newPassword)
+      const at = deps.now()
+      const audit = [apiDraft('password.change', client, { at, userId, email: user.email, sessionId: who.sessionId })]
       let changed
       try {
         changed = await store.updateUserEndingSessions(
@@ -126,9 +129,10 @@ export function createAccount(deps: AccountDeps): Account {
             // changed by another request or an admin since it was checked: the password this
             // request proved is no longer the current one
             if (u.passwordHash !== user.passwordHash || u.disabled) throw new ChangedMeanwhile()
-            return { ...u, passwordHash, updatedAt: deps.now() }
+            return { ...u, passwordHash, updatedAt: at }
           },
           who.sessionId,
+          audit,
         )
       } catch (err) {
         if (!(err instanceof ChangedMeanwhile)) throw err
@@ -172,7 +176,8 @@ export function createAccount(deps: AccountDeps): Account {
     async revokeSession(who, sessionId, client) {
       // another user's session, an ended one and one that never was: one answer
       const s = sessionId === '' ? undefined : await store.getSession(sessionId)
-      if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id))) {
+      const audit = s === undefined ? [] : [apiDraft('session.revoke', client, { at: deps.now(), userId: s.userId, email: who.user.email, sessionId: s.id, detail: { current: s.id === who.sessionId } })]
+      if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id, audit))) {
         throw new AppError('SESSION_NOT_FOUND')
       }
       log.info({ event: 'session_revoke', userId: s.userId, sessionId: s.id, current: s.id === who.sessionId, ip: client.ip }, 'session ended by its user')

@@ -6,7 +6,8 @@
  * state here: callers ask for passwords and confirmations, and render the plain data returned.
  */
 import type { Algorithm, Config } from '../config/types.js'
-import type { KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
+import type { AuditDraft, KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
+import { adminDraft, type AuditEventName, type DraftFields } from './audit.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { generateKey, keyStates } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
@@ -104,6 +105,8 @@ export interface AdminDeps {
    * only for the operations that hash (see `lazyPasswordTools`).
    */
   passwords: () => Promise<PasswordTools>
+  /** who the audit log names for these operations (default `authctl:<os user>`) */
+  actor?: string
 }
 
 export interface Admin {
@@ -322,8 +325,11 @@ export function createAdmin(deps: AdminDeps): Admin {
     const k = (await effectiveKeys(at)).find((x) => x.kid === kid)
     return k === undefined ? undefined : keySummary(k)
   }
-  const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord): Promise<UserRecord> => {
-    const next = await store.updateUser(user.id, change)
+  /** an admin.* event of a change (README, "Audit log"), recorded in the write that makes it */
+  const audit = (event: AuditEventName, fields: Omit<DraftFields, 'at'> = {}): AuditDraft[] => [adminDraft(event, { at: now(), actor: deps.actor, ...fields })]
+  const ofUser = (u: UserRecord) => ({ userId: u.id, email: u.email })
+  const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<UserRecord> => {
+    const next = await store.updateUser(user.id, change, events)
     // deleted by someone else between the lookup and the write
     if (next === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(user.email)}.`)
     return next
@@ -333,6 +339,13 @@ export function createAdmin(deps: AdminDeps): Admin {
     policy.check(password)
   }
   /** the key in its effective state now */
+  /** a change of the user that ends all its sessions, in one write with its event */
+  const updateEndingSessions = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<{ user: UserRecord; ended: number }> => {
+    // no session is kept (no session has the empty id)
+    const done = await store.updateUserEndingSessions(user.id, change, '', events)
+    if (done === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(user.email)}.`)
+    return done
+  }
   const revocable = async (kid: string): Promise<KeyRecord> => {
     const key = kid.trim() === '' ? undefined : (await effectiveKeys(now())).find((k) => k.kid === kid.trim())
     if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
@@ -368,7 +381,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const at = now()
       const user: UserRecord = { id: newUserId(), email: canonical, passwordHash: await hasher.hash(password), createdAt: at, updatedAt: at, disabled: false }
       // the uniqueness check that counts is the one inside the store's write transaction
-      if (!(await store.createUser(user))) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      if (!(await store.createUser(user, audit('admin.user.add', ofUser(user))))) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
       await store.flushed()
       return summary(user)
     },
@@ -378,24 +391,22 @@ export function createAdmin(deps: AdminDeps): Admin {
       await checkPassword(password)
       const { hasher } = await deps.passwords()
       const passwordHash = await hasher.hash(password)
-      const next = await updateUser(user, (u) => ({ ...u, passwordHash, updatedAt: now() }))
-      // whoever held a session under the old password is signed out
-      const revokedSessions = await store.revokeUserSessions(user.id)
-      return { user: await summary(next), revokedSessions }
+      // whoever held a session under the old password is signed out, in the same write
+      const done = await updateEndingSessions(user, (u) => ({ ...u, passwordHash, updatedAt: now() }), audit('admin.user.passwd', ofUser(user)))
+      return { user: await summary(done.user), revokedSessions: done.ended }
     },
 
     async disableUser(ref) {
       const user = await resolveUser(ref)
-      // disabled first: a login racing with this cannot get a usable session afterwards, since
-      // refresh and /me check the flag too
-      const next = await updateUser(user, (u) => (u.disabled ? u : { ...u, disabled: true, updatedAt: now() }))
-      const revokedSessions = await store.revokeUserSessions(user.id)
-      return { user: await summary(next), revokedSessions }
+      // disabled and signed out in one write: a login racing with this cannot get a usable
+      // session afterwards, since refresh and /me check the flag too
+      const done = await updateEndingSessions(user, (u) => (u.disabled ? u : { ...u, disabled: true, updatedAt: now() }), audit('admin.user.disable', ofUser(user)))
+      return { user: await summary(done.user), revokedSessions: done.ended }
     },
 
     async enableUser(ref) {
       const user = await resolveUser(ref)
-      const next = await updateUser(user, (u) => (u.disabled ? { ...u, disabled: false, updatedAt: now() } : u))
+      const next = await updateUser(user, (u) => (u.disabled ? { ...u, disabled: false, updatedAt: now() } : u), audit('admin.user.enable', ofUser(user)))
       return { user: await summary(next) }
     },
 
@@ -403,20 +414,23 @@ export function createAdmin(deps: AdminDeps): Admin {
       const user = await resolveUser(ref)
       const before = await summary(user)
       const revokedSessions = await store.countSessions(user.id)
-      if (!(await store.deleteUser(user.id))) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
+      if (!(await store.deleteUser(user.id, audit('admin.user.rm', ofUser(user))))) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
       return { user: before, revokedSessions }
     },
 
     async resetMfa(ref) {
       const user = await resolveUser(ref)
       let wasEnabled = false
+      // filled inside the write (the store reads it after the change ran): whether a factor was on
+      const events: AuditDraft[] = []
       const next = await updateUser(user, (u) => {
         // read inside the write: a confirmation racing with this is either undone or not yet made
         wasEnabled = u.mfa !== undefined
+        events.splice(0, events.length, ...audit('admin.user.mfa_reset', { ...ofUser(u), detail: { wasEnabled } }))
         if (u.mfa === undefined && u.mfaSetup === undefined) return u
         const { mfa: _mfa, mfaSetup: _setup, ...rest } = u
         return { ...rest, updatedAt: now() }
-      })
+      }, events)
       return { user: await summary(next), wasEnabled }
     },
 
@@ -473,20 +487,22 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async revokeSession(id) {
       const s = id.trim() === '' ? undefined : await store.getSession(id.trim())
-      if (s === undefined || !(await store.revokeSession(s.id))) {
+      const email = s === undefined ? null : ((await store.getUser(s.userId))?.email ?? null)
+      const events = s === undefined ? [] : audit('admin.sessions.revoke', { userId: s.userId, email, sessionId: s.id, detail: { scope: 'session' } })
+      if (s === undefined || !(await store.revokeSession(s.id, events))) {
         throw new AdminError('SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}.`)
       }
-      return sessionSummary(s, (await store.getUser(s.userId))?.email ?? null)
+      return sessionSummary(s, email)
     },
 
     async revokeUserSessions(userRef) {
       const user = await resolveUser(userRef)
-      const revoked = await store.revokeUserSessions(user.id)
+      const revoked = await store.revokeUserSessions(user.id, audit('admin.sessions.revoke', { ...ofUser(user), detail: { scope: 'user' } }))
       return { user: await summary(user), revoked }
     },
 
     async revokeAllSessions() {
-      return { revoked: await store.revokeAllSessions() }
+      return { revoked: await store.revokeAllSessions(audit('admin.sessions.revoke', { detail: { scope: 'all' } })) }
     },
 
     async listKeys() {
@@ -509,7 +525,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const lead = opts.now === true ? 0 : t.keyLeadMs
       // published now, signing from `activatedAt` (the store makes it active at once if no key signs)
       const key: KeyRecord = lead > 0 ? { ...fresh, state: 'next', activatedAt: at + lead } : fresh
-      const added = await store.rotateKey(key, at)
+      const added = await store.rotateKey(key, at, audit('admin.keys.rotate', { detail: { kid: key.kid, alg: key.alg } }))
       const keys = await effectiveKeys(at)
       const active = keys.find((k) => k.state === 'active') ?? added
       return {
@@ -532,7 +548,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg, { now: true })).key
       // as it stood when asked (not the retiring it turned into for the moment of its replacement)
       const revoked = keySummary(key)
-      await store.deleteKey(key.kid)
+      await store.deleteKey(key.kid, audit('admin.keys.revoke', { detail: { kid: key.kid, alg: key.alg } }))
       return { revoked, active }
     },
   }

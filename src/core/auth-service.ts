@@ -3,9 +3,11 @@
  * hands in parsed input and the client's address, and turns results and AppErrors into responses.
  */
 import type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
-import type { Config } from '../config/types.js'
+import type { Config, RateRule } from '../config/types.js'
+import { formatDuration } from '../config/duration.js'
+import { apiDraft, createBlockNotes, type AuditEventName, type LoginFailureReason } from './audit.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
-import type { LimitClearTarget, Store, UserRecord } from '../store/store.js'
+import type { AuditDraft, LimitClearTarget, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Keyring } from './keys.js'
 import type { MeAnswer, MeView } from './me-view.js'
@@ -181,6 +183,15 @@ export const MAX_EMAIL_INPUT = 1024
 
 export { SESSIONS_REMEMBERED } from './me-view.js'
 
+/**
+ * The email of a failed login as its audit event keeps it: a well-formed address (with a dot in
+ * its domain), else null, so that a password typed into the email field is not kept.
+ */
+function triedEmail(raw: string): string | null {
+  const email = raw.length <= MAX_EMAIL_INPUT ? registrableEmail(raw) : null
+  return email !== null && email.slice(email.lastIndexOf('@')).includes('.') ? email : null
+}
+
 function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
   const { email, password } = body
   if (typeof email !== 'string' || typeof password !== 'string') return null
@@ -192,6 +203,27 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { config, store, hasher, tokens, limiter, log, events, refusals, devices, mfaTokens, meView } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
+  const blocks = createBlockNotes()
+
+  /**
+   * A limit turned a client away: recorded once per limit and key per window (BlockNotes), as a
+   * small write of its own. `who` is the email and user the limit counts, if any.
+   */
+  async function blocked(limit: string, key: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): Promise<void> {
+    const event = blockEvent(limit, key, rule, retryAfterS, client, who)
+    if (event !== null) await store.appendAudit([event])
+  }
+  /** blocked()'s event, or null when this limit and key were recorded in this window already */
+  function blockEvent(limit: string, key: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): AuditDraft | null {
+    const at = deps.now()
+    if (!blocks.first(`${limit} ${key}`, at, at + Math.max(rule.windowMs, retryAfterS * 1000))) return null
+    const detail = { limit, window: formatDuration(rule.windowMs), retryAfter: retryAfterS }
+    return apiDraft('rate_limit.block', client, { at, userId: who.userId, email: who.email, detail })
+  }
+
+  /** an event of no store change of its own (a failed login, a second step asked for) */
+  const record = (event: AuditEventName, client: ClientContext, fields: Omit<Parameters<typeof apiDraft>[2], 'at'>): Promise<void> =>
+    store.appendAudit([apiDraft(event, client, { at: deps.now(), ...fields })])
 
   /**
    * The device the request's cookie names (the first value that verifies), and whether it names
@@ -241,10 +273,21 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return tokens.sign(claims)
   }
 
-  async function startSession(user: UserRecord, client: ClientContext, amr: readonly string[]): Promise<SignedIn> {
+  /**
+   * Starts a session of `user`, recording `event` (login.success, mfa.success) in the same write;
+   * register records its event with the user's creation and gives the session id it named there.
+   */
+  async function startSession(
+    user: UserRecord,
+    client: ClientContext,
+    amr: readonly string[],
+    event: { name: AuditEventName; detail?: Record<string, unknown> } | null,
+    sessionId = newSessionId(),
+  ): Promise<SignedIn> {
     const now = deps.now()
     const refreshToken = newRefreshToken()
-    const sessionId = newSessionId()
+    const who = { at: now, userId: user.id, email: user.email }
+    const events: AuditDraft[] = event === null ? [] : [apiDraft(event.name, client, { ...who, sessionId, detail: event.detail })]
     // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
     // same write: racing logins never leave more
     const evicted = await store.createSession({
@@ -262,7 +305,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       familyHash: familyHashOf(refreshToken),
       rotations: [],
       amr: [...amr],
-    }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) })
+    }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) }, {
+      events,
+      evicted: (e) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
+    })
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
     const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr })
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
@@ -298,14 +344,17 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     // email's budget does not lock the user out of their own browser (README, "Rate limits").
     const { device, ours } = deviceOf(client, userId)
     const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
-    const attempt = await limiter.consume([
+    const entries = [
       { key: ipEmailKey, rule: rl.login.perIpEmail },
       ours
         ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
         : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
-    ])
+    ]
+    const attempt = await limiter.consume(entries)
     if (!attempt.ok) {
       const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : ours ? 'login.per_device' : 'login.per_email'
+      const entry = entries[attempt.blockedBy] ?? entries[0]!
+      await blocked(limit, entry.key, entry.rule, attempt.retryAfterS, client, { userId: userId ?? null, email: userId === undefined ? triedEmail(email) : email })
       return { ok: false, limit, retryAfterS: attempt.retryAfterS }
     }
     return { ok: true, token: attempt.token, ipEmailKey, device }
@@ -321,10 +370,16 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     await limiter.reset(charge.ipEmailKey)
   }
 
-  // with the in-process limiter, answered at once (no promise); with the database's, once it has counted
+  // with the in-process limiter, answered at once (no promise) unless a block is to be recorded;
+  // with the database's, once it has counted
   function admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined> {
     const entries = [{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }]
-    const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined => (perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client))
+    const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number }> => {
+      if (perIp.ok) return undefined
+      const refused = loginRefused(perIp.retryAfterS, 'login.per_ip', client)
+      const block = blockEvent('login.per_ip', entries[0]!.key, rl.login.perIp, perIp.retryAfterS, client)
+      return block === null ? refused : store.appendAudit([block]).then(() => refused)
+    }
     const memory = deps.memoryLimiter
     return memory !== undefined && memory !== null ? admitted(memory.consume(entries)) : limiter.consume(entries).then(admitted)
   }
@@ -371,6 +426,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, attempt.limit, client))
       const { device } = attempt
       const uncounted = (err: unknown): Promise<never> => uncharged(attempt, err)
+      // the hot path of a flood of guesses: one small append, nothing read
+      const failed = (reason: LoginFailureReason, who: { userId?: string; email: string | null }): Promise<void> =>
+        record('login.failure', client, { ...who, detail: { reason } })
 
       if (user === undefined) {
         // the dummy hash makes an unknown email cost what a wrong password costs (under the
@@ -378,6 +436,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         await hasher.verifyDummy(input.password, email).catch(uncounted)
         events.login('unknown_user')
         log.info({ event: 'login', outcome: 'unknown_user', ip: client.ip }, 'login failed')
+        await failed('unknown_user', { email: triedEmail(input.email) })
         throw new AppError('INVALID_CREDENTIALS')
       }
       const ok = await hasher.verify(user.passwordHash, input.password).catch(uncounted)
@@ -385,6 +444,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         const outcome = ok ? 'disabled' : 'bad_password'
         events.login(outcome)
         log.info({ event: 'login', outcome, ip: client.ip, userId: user.id }, 'login failed')
+        await failed(outcome, { userId: user.id, email: user.email })
         throw new AppError('INVALID_CREDENTIALS')
       }
 
@@ -408,9 +468,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         const { token, expiresIn } = mfaTokens.issue(user.id, checkedHash)
         events.login('mfa_required')
         log.info({ event: 'login', outcome: 'mfa_required', ip: client.ip, userId: user.id }, 'login needs a second factor')
+        await record('login.mfa_required', client, { userId: user.id, email: user.email })
         return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
       }
-      const signedIn = await startSession(user, client, AMR_PASSWORD)
+      const signedIn = await startSession(user, client, AMR_PASSWORD, { name: 'login.success' })
       // the same device id when this browser already had one, whoever it named
       signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
       events.login('success')
@@ -442,8 +503,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('invalid')
         throw err
       }
-      const allowed = await limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp, keep: Keep.ADDRESS }])
+      const registerKey = limitKey('register_ip', client.ipKey)
+      const allowed = await limiter.consume([{ key: registerKey, rule: rl.register.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
+        await blocked('register.per_ip', registerKey, rl.register.perIp, allowed.retryAfterS, client)
         events.register('rate_limited')
         events.rateLimited('register.per_ip')
         refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
@@ -463,14 +526,16 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         updatedAt: now,
         disabled: false,
       }
+      // the session to come is named now: the event is written with the user, and names it
+      const sessionId = newSessionId()
       // the uniqueness check that counts is this one, inside the store's write transaction
-      if (!(await store.createUser(user))) {
+      if (!(await store.createUser(user, [apiDraft('register', client, { at: now, userId: user.id, email, sessionId })]))) {
         events.register('conflict')
         throw new AppError('EMAIL_TAKEN')
       }
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
-      const signedIn = await startSession(user, client, AMR_PASSWORD)
+      const signedIn = await startSession(user, client, AMR_PASSWORD, null, sessionId)
       signedIn.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
       return signedIn
     },
@@ -497,6 +562,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const mfaKey = limitKey('mfa_user', user!.id)
       const attempt = await limiter.consume([{ key: mfaKey, rule: rl.mfa.perUser, keep: Keep.ACCOUNT }])
       if (!attempt.ok) {
+        await blocked('mfa.per_user', mfaKey, rl.mfa.perUser, attempt.retryAfterS, client, { userId: user!.id, email: user!.email })
         events.mfa('rate_limited')
         events.rateLimited('mfa.per_user')
         refusals.refused({ event: 'login_mfa', limit: 'mfa.per_user', ip: client.ip }, 'second step refused by rate limit')
@@ -534,14 +600,15 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       if (outcome === 'invalid_code') {
         events.mfa('invalid_code')
         log.info({ event: 'login_mfa', outcome: 'invalid_code', method: totp ? 'totp' : 'recovery_code', ip: client.ip, userId: user!.id }, 'second step failed')
+        await record('mfa.failure', client, { userId: user!.id, email: user!.email, detail: { method: totp ? 'totp' : 'recovery_code' } })
         throw new AppError('INVALID_MFA_CODE')
       }
       // a right code: not a failure, and the user's earlier typos are forgiven
       await limiter.release(attempt.token)
       await limiter.reset(mfaKey)
-      const signedIn = await startSession(user!, client, amr)
-      signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
       const method = totp ? 'totp' : 'recovery_code'
+      const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } })
+      signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
       events.mfa(method)
       log.info(
         { event: 'login_mfa', outcome: 'success', method, ip: client.ip, userId: user!.id, sessionId: signedIn.sessionId, ...(!totp && { recoveryCodesLeft: factor.recoveryCodes.length - 1 }) },
@@ -574,8 +641,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const allowed = await limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
+      const refreshKey = limitKey('refresh_ip', client.ipKey)
+      const allowed = await limiter.consume([{ key: refreshKey, rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
+        await blocked('refresh.per_ip', refreshKey, rl.refresh.perIp, allowed.retryAfterS, client)
         events.refresh('rate_limited')
         events.rateLimited('refresh.per_ip')
         throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
@@ -584,7 +653,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const hash = hashToken(token)
       const outcome: RefreshOutcome = await store.refreshSession(
         hash,
-        (s) => decideRefresh(s, { token, hash }, { now, policy: sessionPolicy }),
+        (s) => {
+          const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
+          // the session ends in this write: its event with it, naming who presented the token
+          if (d.result.kind !== 'reuse') return d
+          return { ...d, audit: [apiDraft('refresh.reuse', client, { at: now, userId: d.result.session.userId, sessionId: d.result.session.id })] }
+        },
         familyHashOf(token),
       )
       if (outcome.kind === 'reuse') {
@@ -622,11 +696,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const session = sid === undefined ? undefined : await store.getSession(sid)
       if (session === undefined) return
       // every session of the user, though, only for the holder of the live token
+      const email = (await store.getUser(session.userId))?.email ?? null
+      const signedOut = (detail: Record<string, unknown>) => [apiDraft('logout', client, { at: deps.now(), userId: session.userId, email, sessionId: session.id, detail })]
       if (body.all === true && sameHash(hash, session.refreshHash)) {
-        const n = await store.revokeUserSessions(session.userId)
+        const n = await store.revokeUserSessions(session.userId, signedOut({ all: true }))
         log.info({ event: 'logout', all: true, sessions: n, userId: session.userId, ip: client.ip }, 'signed out everywhere')
       } else {
-        await store.revokeSession(session.id)
+        await store.revokeSession(session.id, signedOut({}))
         log.info({ event: 'logout', sessionId: session.id, userId: session.userId, ip: client.ip }, 'signed out')
       }
     },

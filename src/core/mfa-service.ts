@@ -5,7 +5,8 @@
  * new recovery codes also take the password. No HTTP and no LMDB here.
  */
 import type { Config } from '../config/types.js'
-import type { Store, UserRecord } from '../store/store.js'
+import type { AuditDraft, Store, UserRecord } from '../store/store.js'
+import { apiDraft, type AuditEventName } from './audit.js'
 import type { AuthEvents, Authenticated, ClientContext, Logger, LoginCharges } from './auth-service.js'
 import { AppError } from './errors.js'
 import type { PasswordHasher } from './passwords.js'
@@ -28,7 +29,7 @@ export interface MfaService {
   /** a new TOTP secret, kept unconfirmed (replacing an earlier unconfirmed one) */
   setup(who: Authenticated): Promise<{ secret: string; otpauthUrl: string }>
   /** `{code}` of the setup's secret: the factor is on; its ten recovery codes, shown this once */
-  confirm(who: Authenticated, body: Record<string, unknown>): Promise<{ recoveryCodes: string[] }>
+  confirm(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<{ recoveryCodes: string[] }>
   /** `{password}`: the factor is off, its recovery codes void */
   disable(who: Authenticated, body: Record<string, unknown>, client: ClientContext): Promise<void>
   /** `{password}`: ten new recovery codes, the old ones void */
@@ -43,6 +44,22 @@ const withoutSetup = (u: UserRecord): UserRecord => {
 
 export function createMfaService(deps: MfaServiceDeps): MfaService {
   const { config, store, hasher, loginCharges, log, events, refusals } = deps
+
+  /**
+   * The event of a change `change` decides on inside the write: the array the store reads once
+   * `change` has run, holding the event only if `change` made the change (a write that finds the
+   * setup replaced or the factor gone meanwhile records nothing).
+   */
+  const eventIf = (event: AuditEventName, who: Authenticated, client: ClientContext) => {
+    const audit: AuditDraft[] = []
+    return {
+      audit,
+      made: (made: boolean): void => {
+        audit.length = 0
+        if (made) audit.push(apiDraft(event, client, { at: deps.now(), userId: who.user.id, email: who.user.email, sessionId: who.sessionId }))
+      },
+    }
+  }
 
   /** the caller's record; its token was checked against the store just now */
   const userOf = async (who: Authenticated): Promise<UserRecord> => {
@@ -89,7 +106,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       return { secret, otpauthUrl: otpauthUrl(config.mfa.issuer, stored.email, secret) }
     },
 
-    async confirm(who, body) {
+    async confirm(who, body, client) {
       const user = await userOf(who)
       const setup = user.mfaSetup
       if (setup === undefined) throw new AppError('MFA_NO_SETUP')
@@ -101,13 +118,15 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       }
       const { codes, hashes } = newRecoveryCodes(user.id)
       let confirmed = false
+      const enabled = eventIf('mfa.enable', who, client)
       await store.updateUser(user.id, (u) => {
         // the very setup that was checked (not one that replaced it meanwhile)
-        if (u.mfaSetup?.secret !== setup.secret || u.mfa !== undefined) return u
-        confirmed = true
+        confirmed = u.mfaSetup?.secret === setup.secret && u.mfa === undefined
+        enabled.made(confirmed)
+        if (!confirmed) return u
         // the confirming code's step counts as used: it cannot sign in afterwards
         return { ...withoutSetup(u), mfa: { secret: setup.secret, enabledAt: now, lastStep: step, recoveryCodes: hashes }, updatedAt: now }
-      })
+      }, enabled.audit)
       if (!confirmed) throw new AppError('MFA_NO_SETUP')
       events.mfaAccount('enable')
       log.info({ event: 'mfa_change', outcome: 'enable', userId: user.id }, 'second factor turned on')
@@ -119,10 +138,12 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       await checkPassword(user, body.password, client)
       const now = deps.now()
+      const disabled = eventIf('mfa.disable', who, client)
       await store.updateUser(user.id, (u) => {
+        disabled.made(u.mfa !== undefined)
         const { mfa: _mfa, ...rest } = withoutSetup(u)
         return { ...rest, updatedAt: now }
-      })
+      }, disabled.audit)
       events.mfaAccount('disable')
       log.info({ event: 'mfa_change', outcome: 'disable', ip: client.ip, userId: user.id }, 'second factor turned off')
     },
@@ -132,7 +153,15 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       if (user.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       await checkPassword(user, body.password, client)
       const { codes, hashes } = newRecoveryCodes(user.id)
-      const stored = await store.updateUser(user.id, (u) => (u.mfa === undefined ? u : { ...u, mfa: { ...u.mfa, recoveryCodes: hashes }, updatedAt: deps.now() }))
+      const renewed = eventIf('mfa.recovery_codes', who, client)
+      const stored = await store.updateUser(
+        user.id,
+        (u) => {
+          renewed.made(u.mfa !== undefined)
+          return u.mfa === undefined ? u : { ...u, mfa: { ...u.mfa, recoveryCodes: hashes }, updatedAt: deps.now() }
+        },
+        renewed.audit,
+      )
       if (stored?.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       events.mfaAccount('recovery_codes')
       log.info({ event: 'mfa_change', outcome: 'recovery_codes', ip: client.ip, userId: user.id }, 'new recovery codes')

@@ -164,9 +164,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     sweepExpiredSessions(store, now(), config.sessions).catch((err: unknown) => log.error({ err }, 'session sweep failed'))
   }, 10 * 60_000).unref()
   // audit events older than audit.retention; the last removed one's hash stays as the chain's anchor
-  const auditRetentionMs = (config as { audit?: { retentionMs?: number } }).audit?.retentionMs ?? 90 * 86_400_000
   const auditTimer = setInterval(() => {
-    store.sweepAudit(now() - auditRetentionMs).catch((err: unknown) => log.error({ err }, 'audit sweep failed'))
+    store.sweepAudit(now() - config.audit.retentionMs).catch((err: unknown) => log.error({ err }, 'audit sweep failed'))
   }, opts.auditSweepMs ?? 10 * 60_000).unref()
   // authctl limits clear, from any process on this store
   const limitClears = watchLimitClears({

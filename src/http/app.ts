@@ -221,7 +221,7 @@ export function createApp(deps: AppDeps): Handler {
     '/api/auth/mfa/totp/confirm': {
       POST: async (x) => {
         const who = await auth.authenticate(firstHeader(x.req, 'authorization'))
-        ok(x, 200, await mfa.confirm(who, await readJsonBody(x.req, bodyLimit)))
+        ok(x, 200, await mfa.confirm(who, await readJsonBody(x.req, bodyLimit), x.client()))
       },
     },
     '/api/auth/mfa/totp/disable': {

@@ -314,7 +314,10 @@ export interface Store {
   listUsers(): Promise<UserRecord[]>
   /** inserts the user and its email index in one transaction; false if the email exists */
   createUser(user: UserRecord, audit?: Audit): Promise<boolean>
-  /** applies `change` to the current record inside a transaction; undefined if gone */
+  /**
+   * applies `change` to the current record inside a transaction; undefined if gone. `audit` is
+   * read once `change` has run (each time it runs), so `change` may fill it as it decides.
+   */
   updateUser(id: string, change: (user: UserRecord) => UserRecord, audit?: Audit): Promise<UserRecord | undefined>
   /**
    * updateUser, and in the same write transaction every session of the user except `keep` ends

@@ -2,7 +2,7 @@
  * What can happen to the terminal UI's state: the actions its reducer takes. Keys become these in
  * keymap.ts, the store's answers in the effects hook; neither imports the reducer for them.
  */
-import type { Snapshot, SmokeStepEvent } from './deps.js'
+import type { AuditRow, Snapshot, SmokeStepEvent } from './deps.js'
 import type { TaskResult, ViewName } from './state.js'
 
 /** the subset of Ink's Key this map reads */
@@ -65,3 +65,5 @@ export type Action =
   | { type: 'taskDone'; id: number; result: TaskResult }
   | { type: 'taskFailed'; id: number; message: string }
   | { type: 'smokeStep'; id: number; step: SmokeStepEvent }
+  | { type: 'auditLoaded'; rows: AuditRow[] }
+  | { type: 'auditFailed'; message: string }

@@ -10,6 +10,7 @@ import { Screen } from './screen.js'
 import { initialState } from './state.js'
 import { useKeys } from './use-keys.js'
 import { useStoreEffects } from './use-store-effects.js'
+import { useAuditFeed } from './use-audit-feed.js'
 
 export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
   const { deps } = props
@@ -18,6 +19,7 @@ export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
   )
   useKeys(dispatch)
   useStoreEffects(deps, state, dispatch, { pollMs: props.pollMs })
+  useAuditFeed(deps, state, dispatch, { pollMs: props.pollMs })
 
   const { exit } = useApp()
   useEffect(() => {

@@ -18,7 +18,7 @@ export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream
   const config = await base.config()
   const deps = await openStoreDeps(base, { create: false })
   try {
-    const tui = createStoreTuiDeps({ admin: deps.admin, storeLabel: storeLabel(deps.store), publicUrl: config.server.publicUrl, now: base.now })
+    const tui = createStoreTuiDeps({ admin: deps.admin, store: deps.store, storeLabel: storeLabel(deps.store), publicUrl: config.server.publicUrl, now: base.now })
     await runTui(tui, { stdin, stdout })
   } finally {
     await deps.close()

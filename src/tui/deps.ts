@@ -61,6 +61,33 @@ export interface SnapshotOptions {
   signal?: AbortSignal
 }
 
+/** An audit event as the Audit view shows it (README, "Audit log"); `at` in ms. */
+export interface AuditRow {
+  seq: number
+  at: number
+  event: string
+  actor: string
+  userId: string | null
+  email: string | null
+  sessionId: string | null
+  ip: string | null
+  userAgent: string | null
+  detail: Record<string, unknown>
+}
+
+/** The Audit view reads the newest this many events (of those its filter matches) */
+export const AUDIT_READ = 200
+
+export interface AuditReadOptions {
+  /**
+   * the view's filter: an event name, or a user's email or id, finds that event's or user's
+   * events however old; other text, the events whose email, user id or event name contain it
+   * among the latest few thousand
+   */
+  filter: string
+  limit: number
+}
+
 export interface SmokeInput {
   url: string
   email: string
@@ -94,6 +121,9 @@ export interface TuiDeps {
    * steps that let keys through, so it never holds the UI up
    */
   snapshot(opts?: SnapshotOptions): Promise<Snapshot>
+
+  /** the newest audit events matching the filter, newest first (polled about once a second while the Audit view shows) */
+  auditEvents(opts: AuditReadOptions): Promise<AuditRow[]>
 
   /** creates a user; rejects with the policy or conflict message (e.g. "Password is too common") */
   addUser(email: string, password: string): Promise<UserRow>

@@ -27,7 +27,7 @@ export function HelpView(props: { view: ViewName }) {
       <Text bold>Keys: everywhere</Text>
       <KeyTable
         rows={[
-          ['1 2 3 4', 'Users, Sessions, Keys, Smoke'],
+          ['1 2 3 4 5', 'Users, Sessions, Keys, Smoke, Audit'],
           ['Tab', 'next view (Shift-Tab: previous)'],
           ['↑ ↓ j k', 'move; PgUp PgDn g G: page, first, last'],
           ['Enter', 'open the details (again: back)'],
@@ -36,7 +36,11 @@ export function HelpView(props: { view: ViewName }) {
         ]}
       />
       <Text> </Text>
-      <Text>Destructive actions ask first: y confirms, anything else cancels.</Text>
+      {props.view === 'audit' ? (
+        <Text>New events come in at the top within a second; the list follows them while its first row is selected.</Text>
+      ) : (
+        <Text>Destructive actions ask first: y confirms, anything else cancels.</Text>
+      )}
     </Box>
   )
 }

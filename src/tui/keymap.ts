@@ -72,7 +72,7 @@ function navigation(state: State, input: string, key: KeyPress): Action | null {
   if (key.escape === true) return { type: 'back' }
   if (key.return === true) return state.view === 'smoke' ? { type: 'smokeEdit' } : { type: 'open' }
   if (key.ctrl === true || key.meta === true) return null
-  if (input >= '1' && input <= '4' && input.length === 1) return { type: 'view', view: VIEWS[Number(input) - 1] as ViewName }
+  if (input >= '1' && input <= '5' && input.length === 1) return { type: 'view', view: VIEWS[Number(input) - 1] as ViewName }
   switch (input) {
     case 'q':
       return { type: 'quit' }
@@ -114,6 +114,9 @@ export const VIEW_KEYS: Record<ViewName, Record<string, Action>> = {
     e: { type: 'smokeEdit' },
     r: { type: 'smokeRun' },
   },
+  audit: {
+    '/': { type: 'filterStart' },
+  },
 }
 
 /** what each view's keys do, for the footer and the help */
@@ -140,10 +143,11 @@ export const VIEW_KEY_LABELS: Record<ViewName, Array<[string, string]>> = {
     ['Enter/e', 'edit fields'],
     ['r', 'run'],
   ],
+  audit: [['/', 'filter by user or event']],
 }
 
 export const GLOBAL_KEY_LABELS: Array<[string, string]> = [
-  ['1-4/Tab', 'views'],
+  ['1-5/Tab', 'views'],
   ['↑↓/jk', 'move'],
   ['Enter', 'details'],
   ['Esc', 'back'],

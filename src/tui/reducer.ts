@@ -68,7 +68,7 @@ export function reducer(state: State, action: Action): State {
     // ---- filter
     case 'filterStart': {
       const list = currentList(state)
-      if (list === 'users' || list === 'sessions') return updateList(state, list, { filtering: true, detail: false })
+      if (list === 'users' || list === 'sessions' || list === 'audit') return updateList(state, list, { filtering: true, detail: false })
       return state
     }
     case 'filterType':
@@ -228,6 +228,15 @@ export function reducer(state: State, action: Action): State {
       return finishTask(state, action.id, action.result)
     case 'taskFailed':
       return failTask(state, action.id, action.message)
+    case 'auditLoaded': {
+      // at the top (the newest event selected, or none yet), the list follows new events in;
+      // elsewhere, or with an event's details open, the selection stays on its event
+      const following = !state.lists.audit.detail && selectedIndex(visibleRows(state, 'audit'), state.lists.audit) <= 0
+      const next: State = { ...state, audit: { rows: action.rows, error: null } }
+      return reselect(following ? updateList(next, 'audit', { selectedId: null, index: 0 }) : next, 'audit')
+    }
+    case 'auditFailed':
+      return { ...state, audit: { ...state.audit, error: action.message } }
     case 'smokeStep': {
       if (!state.tasks.some((t) => t.id === action.id)) return state
       const { step } = action

@@ -5,6 +5,7 @@
  */
 import { Spinner } from '@inkjs/ui'
 import { Box, Text } from 'ink'
+import { AuditView } from './audit-view.js'
 import { plural } from './format.js'
 import { FormView } from './form-view.js'
 import { HelpView } from './help-view.js'
@@ -61,6 +62,7 @@ function Body(props: { state: State; height: number; now: number }) {
   else if (state.view === 'users') body = <UsersView state={state} height={height} />
   else if (state.view === 'sessions') body = <SessionsView state={state} height={height} now={props.now} />
   else if (state.view === 'keys') body = <KeysView state={state} height={height} />
+  else if (state.view === 'audit') body = <AuditView state={state} height={height} now={props.now} />
   else body = <SmokeView state={state} />
   return (
     <Box flexDirection="column" height={height} width={WIDTH} overflow="hidden">
@@ -77,6 +79,7 @@ function Status(props: { state: State }) {
   if (state.confirm !== null) line = <Text bold>Confirm (y/N): {state.confirm.prompt}</Text>
   else if (busy !== undefined && state.form === null) line = <Spinner label={taskLabel(busy.task)} />
   else if (state.notice !== null) line = <Text>{state.notice.kind === 'error' ? `Error: ${state.notice.text}` : state.notice.text}</Text>
+  else if (state.view === 'audit' && state.audit.error !== null) line = <Text>Error: {state.audit.error}</Text>
   else if (state.loadError !== null) line = <Text>Error: {state.loadError}</Text>
   else line = <Text> </Text>
   return (

@@ -2,13 +2,13 @@
  * The terminal UI's state, and the selectors views and the reducer share. Everything here is
  * plain data: the reducer (reducer.ts) is the only thing that makes a new State.
  */
-import type { KeyRow, SessionRow, Snapshot, SmokeStepEvent, UserRow } from './deps.js'
+import type { AuditRow, KeyRow, SessionRow, Snapshot, SmokeStepEvent, UserRow } from './deps.js'
 
-export type ViewName = 'users' | 'sessions' | 'keys' | 'smoke'
-export const VIEWS: readonly ViewName[] = ['users', 'sessions', 'keys', 'smoke']
-export type ListName = 'users' | 'sessions' | 'keys'
+export type ViewName = 'users' | 'sessions' | 'keys' | 'smoke' | 'audit'
+export const VIEWS: readonly ViewName[] = ['users', 'sessions', 'keys', 'smoke', 'audit']
+export type ListName = 'users' | 'sessions' | 'keys' | 'audit'
 
-export const VIEW_TITLES: Record<ViewName, string> = { users: 'Users', sessions: 'Sessions', keys: 'Keys', smoke: 'Smoke' }
+export const VIEW_TITLES: Record<ViewName, string> = { users: 'Users', sessions: 'Sessions', keys: 'Keys', smoke: 'Smoke', audit: 'Audit' }
 
 export interface ListState {
   /** the selected row's id; the selection follows the row when the list changes around it */
@@ -96,6 +96,14 @@ export interface SmokeState {
   error: string | null
 }
 
+/** What the Audit view last read (it reads only while it shows, about once a second). */
+export interface AuditFeed {
+  /** newest first; null until the first read */
+  rows: AuditRow[] | null
+  /** the last read failed; cleared by the next good one */
+  error: string | null
+}
+
 export interface Notice {
   kind: 'info' | 'error'
   text: string
@@ -116,6 +124,7 @@ export interface State {
   nextTaskId: number
   notice: Notice | null
   smoke: SmokeState
+  audit: AuditFeed
   /** rows a list shows at once (from the terminal height) */
   listRows: number
   quit: boolean
@@ -136,7 +145,7 @@ export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; lis
     view: 'users',
     snapshot: null,
     loadError: null,
-    lists: { users: emptyList(), sessions: emptyList(), keys: emptyList() },
+    lists: { users: emptyList(), sessions: emptyList(), keys: emptyList(), audit: emptyList() },
     form: null,
     confirm: null,
     help: false,
@@ -151,6 +160,7 @@ export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; lis
       result: null,
       error: null,
     },
+    audit: { rows: null, error: null },
     listRows: opts.listRows ?? 14,
     quit: false,
   }
@@ -179,16 +189,26 @@ export function visibleKeys(state: State): KeyRow[] {
   return [...(state.snapshot?.keys ?? [])].sort((a, b) => b.createdAt - a.createdAt || (a.kid < b.kid ? -1 : 1))
 }
 
-export const rowId = (row: UserRow | SessionRow | KeyRow): string => ('kid' in row ? row.kid : row.id)
+/** audit events whose email, user id or event name contain the filter, newest first */
+export function visibleAudit(state: State): AuditRow[] {
+  const f = state.lists.audit.filter
+  const rows = state.audit.rows ?? []
+  return rows.filter((e) => f === '' || [e.email, e.userId, e.event].some((v) => v !== null && contains(v, f))).sort((a, b) => b.seq - a.seq)
+}
 
-export function visibleRows(state: State, list: ListName): Array<UserRow | SessionRow | KeyRow> {
+export type ListRow = UserRow | SessionRow | KeyRow | AuditRow
+
+export const rowId = (row: ListRow): string => ('kid' in row ? row.kid : 'seq' in row ? String(row.seq) : row.id)
+
+export function visibleRows(state: State, list: ListName): ListRow[] {
   if (list === 'users') return visibleUsers(state)
   if (list === 'sessions') return visibleSessions(state)
+  if (list === 'audit') return visibleAudit(state)
   return visibleKeys(state)
 }
 
 /** the position of the selection in the visible rows: the selected row, else the same place */
-export function selectedIndex(rows: ReadonlyArray<UserRow | SessionRow | KeyRow>, list: ListState): number {
+export function selectedIndex(rows: ReadonlyArray<ListRow>, list: ListState): number {
   if (rows.length === 0) return -1
   const at = list.selectedId === null ? -1 : rows.findIndex((r) => rowId(r) === list.selectedId)
   return at >= 0 ? at : Math.min(Math.max(list.index, 0), rows.length - 1)

@@ -4,14 +4,17 @@
  * password policy, sessions revoked with a password change, the active key refused) is admin's.
  */
 import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/admin.js'
+import { isAuditEventName, readAudit, type AuditFilter } from '../core/audit.js'
+import type { AuditEvent, Store } from '../store/store.js'
 import type { SmokeOptions, SmokeResult } from '../cli/smoke-steps.js'
 import { SMOKE_STEP_NAMES } from '../cli/smoke-steps.js'
-import { SESSIONS_READ, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
+import { SESSIONS_READ, type AuditRow, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
 import { matchesFilter } from './state.js'
-import type { Store } from '../store/store.js'
 
 export interface StoreTuiDepsOptions {
   admin: Admin
+  /** the audit log's reads */
+  store: Pick<Store, 'auditEvents'>
   /** the header's name for the store (storeLabel) */
   storeLabel: string
   /** server.public_url */
@@ -43,6 +46,22 @@ const keyRow = (k: KeySummary): KeyRow => ({
   retiringAt: k.retiringAt,
   retiredAt: k.retiredAt,
 })
+
+const auditRow = (e: AuditEvent): AuditRow => ({
+  seq: e.seq,
+  at: Date.parse(e.time),
+  event: e.event,
+  actor: e.actor,
+  userId: e.userId,
+  email: e.email,
+  sessionId: e.sessionId,
+  ip: e.ip,
+  userAgent: e.userAgent,
+  detail: e.detail,
+})
+
+/** events the Audit view's free-text filter reads at most, newest first */
+export const AUDIT_SCAN = 5000
 
 /** the same URL rule as `authctl smoke --url` */
 function smokeUrl(url: string): string {
@@ -82,6 +101,17 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
         sessionsTotal: read.sessionsTotal,
         keys: (await admin.listKeys()).map(keyRow),
       }
+    },
+
+    async auditEvents({ filter, limit }) {
+      const text = filter.trim()
+      let f: AuditFilter = {}
+      if (isAuditEventName(text)) f = { event: text }
+      else if (text !== '') {
+        const user = await admin.findUser(text)
+        f = user !== undefined ? { userId: user.id } : { text }
+      }
+      return (await readAudit(opts.store, f, limit, AUDIT_SCAN)).map(auditRow)
     },
 
     addUser: async (email, password) => userRow(await admin.addUser(email, password)),

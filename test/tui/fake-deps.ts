@@ -2,7 +2,7 @@
  * An in-memory TuiDeps for reducer and view tests: lists that operations really change, a log
  * of calls, and switches to make an operation fail the way the store or the network does.
  */
-import type { KeyRow, SessionRow, Snapshot, SmokeInput, SmokeStepEvent, TuiDeps, UserRow } from '../../src/tui/deps.js'
+import type { AuditReadOptions, AuditRow, KeyRow, SessionRow, Snapshot, SmokeInput, SmokeStepEvent, TuiDeps, UserRow } from '../../src/tui/deps.js'
 
 export const T0 = Date.UTC(2025, 2, 4, 9, 5, 0)
 
@@ -18,6 +18,12 @@ export interface FakeDeps extends TuiDeps {
   /** smoke: the steps to report, with a pause before each */
   smokePlan: Array<Omit<SmokeStepEvent, 'index'>>
   smokeInputs: SmokeInput[]
+  /** the audit log, newest last (as appended); tests push to it while the UI runs */
+  audit: AuditRow[]
+  /** the Audit view's reads, in order */
+  auditReads: AuditReadOptions[]
+  /** auditEvents rejects while set */
+  auditError: string | null
 }
 
 export function user(email: string, extra: Partial<UserRow> = {}): UserRow {
@@ -42,6 +48,26 @@ export function key(kid: string, extra: Partial<KeyRow> = {}): KeyRow {
   return { kid, alg: 'ES256', state: 'active', createdAt: T0 - 86400_000, activatedAt: T0 - 86400_000, retiringAt: null, retiredAt: null, ...extra }
 }
 
+let seq = 0
+
+/** an audit event as the Audit view gets it */
+export function auditRow(event: string, u: UserRow | null, extra: Partial<AuditRow> = {}): AuditRow {
+  seq++
+  return {
+    seq,
+    at: T0 - 60_000 + seq * 1000,
+    event,
+    actor: 'api',
+    userId: u?.id ?? null,
+    email: u?.email ?? null,
+    sessionId: null,
+    ip: '203.0.113.7',
+    userAgent: 'curl/8.5.0',
+    detail: {},
+    ...extra,
+  }
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))
 
 export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
@@ -58,7 +84,17 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
     snapshotError: null,
     smokePlan: [],
     smokeInputs: [],
+    audit: [],
+    auditReads: [],
+    auditError: null,
 
+    async auditEvents(opts) {
+      d.auditReads.push(opts)
+      if (d.auditError !== null) throw new Error(d.auditError)
+      const f = opts.filter.trim().toLowerCase()
+      const match = (e: AuditRow): boolean => f === '' || [e.email, e.userId, e.event].some((v) => v !== null && v.toLowerCase().includes(f))
+      return d.audit.filter(match).reverse().slice(0, opts.limit)
+    },
     async snapshot() {
       if (d.snapshotError !== null) throw new Error(d.snapshotError)
       const count = (id: string): number => d.sessions.filter((s) => s.userId === id).length

@@ -87,15 +87,19 @@ t.test('pages move by the rows the terminal has room for', async (t) => {
   t.equal(selectedUser(s)?.email, 'u25@example.com')
 })
 
-t.test('1-4 and Tab switch views; Shift-Tab goes back', async (t) => {
+t.test('1-5 and Tab switch views; Shift-Tab goes back', async (t) => {
   let s = start()
   s = press(s, '3')
   t.equal(s.view, 'keys')
   s = press(s, TAB)
   t.equal(s.view, 'smoke')
   s = press(s, TAB)
+  t.equal(s.view, 'audit')
+  s = press(s, TAB)
   t.equal(s.view, 'users', 'Tab wraps around')
   s = press(s, SHIFT_TAB)
+  t.equal(s.view, 'audit')
+  s = press(s, '4')
   t.equal(s.view, 'smoke')
   s = press(s, '2')
   t.equal(s.view, 'sessions')

@@ -17,7 +17,7 @@ function tuiDeps(app: TestApp, now: () => number = Date.now) {
     now,
     passwords: async () => ({ hasher: app.hasher, policy: await import('../../src/core/password-policy.js').then((m) => m.createPasswordPolicy(app.config.passwords)) }),
   })
-  return createStoreTuiDeps({ admin, storeLabel: storeLabel(app.store), publicUrl: app.config.server.publicUrl, now })
+  return createStoreTuiDeps({ admin, store: app.store, storeLabel: storeLabel(app.store), publicUrl: app.config.server.publicUrl, now })
 }
 
 const client = { ip: '198.51.100.4', ipKey: '198.51.100.4', userAgent: 'tui-test/1.0' }

@@ -1,4 +1,5 @@
 /** authctl limits clear: compute only, no printing. */
+import { adminDraft } from '../../core/audit.js'
 import { parseLimitTarget } from '../../core/limit-clears.js'
 import { addressKey } from '../../http/client-ip.js'
 import type { StoreDeps } from '../deps.js'
@@ -21,7 +22,9 @@ export interface LimitsClearedDoc {
 export async function limitsClear(deps: StoreDeps, args: { target: string }): Promise<LimitsClearedDoc> {
   const target = parseLimitTarget(args.target, addressKey)
   if (target === null) throw new UsageError(`${JSON.stringify(args.target)} is neither an email address nor an IP address.`)
-  const seq = await deps.store.addLimitClear(target, deps.now())
+  const at = deps.now()
+  const fields = 'email' in target ? { email: target.email } : { detail: { ip: target.ipKey } }
+  const seq = await deps.store.addLimitClear(target, at, [adminDraft('admin.limits.clear', { at, ...fields })])
   return 'email' in target ? { email: target.email, ip: null, seq } : { email: null, ip: target.ipKey, seq }
 }
 
