@@ -1,17 +1,687 @@
 /**
- * PLACEHOLDER (helper A): the PostgreSQL store is written by another change, which replaces this
- * file whole. Until then opening one fails with a sentence.
+ * The PostgreSQL implementation of the Store (README, "Several instances on PostgreSQL"): any
+ * number of authd and authctl processes share one database and behave as one. Every write is
+ * one transaction; the callbacks of a write (`decide`, `change`) run inside it on rows locked
+ * with SELECT … FOR UPDATE, so a race between instances is settled by the database: N refreshes
+ * of one token leave one successor, N instances starting on an empty database one active key.
+ * The audit events a write records are appended in its transaction, and only if it changed
+ * something (a decision's events always: what was decided is recorded). Reads answer what is committed at the moment; nothing is cached here.
+ *
+ * Row locks are taken in one order, to keep deadlocks out: a user's advisory lock, the user, its
+ * sessions (by id), the hash tally, the audit head last (held only from the append to the commit).
  */
+import { StoreError } from '../store.js'
+import {
+  hashParamsKey,
+  settleKeys,
+  type Audit,
+  type AuditAnchor,
+  type AuditEvent,
+  type AuditQuery,
+  type KeyRecord,
+  type LimitClear,
+  type LimitClearTarget,
+  type MeRecord,
+  type MfaStepDecision,
+  type RefreshDecision,
+  type SessionEntry,
+  type SessionLimit,
+  type SessionRecord,
+  type Store,
+  type UserRecord,
+} from '../store.js'
 import type { RateLimiter } from '../../core/rate-limiter.js'
-import { StoreError, type Store, type StoreErrorCode } from '../store.js'
+import { sealEvent } from '../audit-chain.js'
+import { openDb, sqlState, type Db, type Sql } from './db.js'
+import { createPgRateLimiter } from './limiter.js'
+import { migratePg, PG_SCHEMA_VERSION, schemaVersionOf } from './schema.js'
+import { exportPg, importPg } from './transfer.js'
 
 export interface PgStoreOptions {
+  /** postgresql://user:password@host:port/database (a Unix socket: ?host=/run/postgresql) */
   url: string
+  /** connections in the pool */
   poolSize: number
+  /** a statement's time limit, and about an operation's (default 2500 ms) */
   queryTimeoutMs?: number
   log?: { warn(obj: object, msg: string): void }
 }
 
-export async function openPgStore(_opts: PgStoreOptions): Promise<{ store: Store; limiter: RateLimiter }> {
-  throw new StoreError('NOT_BUILT' as StoreErrorCode, 'this build of authd has no PostgreSQL store yet (store.backend = "postgres")')
+/** refresh-token hashes indexed per session (older ones are found through the family), as on LMDB */
+export const REFRESH_HISTORY = 32
+/** at most this many sessions end in one login's write (sessions.max_per_user); the sweep does the rest */
+const EVICT_PER_WRITE = 256
+/** limit-clear requests kept: a daemon polls every few hundred ms, so only the newest matter */
+const LIMIT_CLEARS_KEPT = 64
+/** audit events per page of auditChain */
+const CHAIN_PAGE = 500
+/** the advisory lock class of a user's sessions (the second key is a hash of the user id) */
+const USER_LOCK = 0x61757469
+/** the advisory lock class of the making of a secret (device_key, mfa_key) */
+const SECRET_LOCK = 0x6175746a
+
+const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
+
+/** the URL with any password shown as `***` (Store.location) */
+export function redactUrl(url: string): string {
+  let shown: string
+  try {
+    const u = new URL(url)
+    if (u.password !== '') u.password = '***'
+    shown = u.href
+  } catch {
+    // not a URL: a libpq key=value string
+    return url.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1***')
+  }
+  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***')
+}
+
+// ---- statements shared by several methods ----
+
+const userColumns = (u: UserRecord): unknown[] => [u.id, u.email, u.disabled, u.mfa !== undefined, JSON.stringify(u)]
+
+const PUT_USER = `
+  INSERT INTO authd_users (id, email, disabled, mfa_enabled, record) VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (id) DO UPDATE SET email = EXCLUDED.email, disabled = EXCLUDED.disabled,
+    mfa_enabled = EXCLUDED.mfa_enabled, record = EXCLUDED.record`
+
+/**
+ * One session's record, the token hashes to index for it ($8 hashes, $9 their generations; -1
+ * is the family), and the hash of generation $10 dropped (it has left the history).
+ */
+const PUT_SESSION = `
+  WITH s AS (
+    INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
+    VALUES ($1, $2, $3, $4, $5, $6, $7)
+    ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, created_at = EXCLUDED.created_at,
+      last_used_at = EXCLUDED.last_used_at, expires_at = EXCLUDED.expires_at, sealed = EXCLUDED.sealed,
+      record = EXCLUDED.record
+    RETURNING id
+  ), t AS (
+    INSERT INTO authd_session_tokens (hash, session_id, generation)
+    SELECT x.h, (SELECT id FROM s), x.g FROM unnest($8::text[], $9::integer[]) AS x(h, g)
+    ON CONFLICT (hash) DO UPDATE SET session_id = EXCLUDED.session_id, generation = EXCLUDED.generation
+  )
+  DELETE FROM authd_session_tokens WHERE session_id = $1 AND generation = $10`
+
+const sessionColumns = (s: SessionRecord): unknown[] => [s.id, s.userId, s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s), JSON.stringify(s)]
+
+/** many sessions' records at once (the sweep), token entries untouched */
+const PUT_SESSIONS = `
+  INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::boolean[], $7::json[])
+  ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, created_at = EXCLUDED.created_at,
+    last_used_at = EXCLUDED.last_used_at, expires_at = EXCLUDED.expires_at, sealed = EXCLUDED.sealed,
+    record = EXCLUDED.record`
+
+const columnsOf = (rows: unknown[][]): unknown[][] => (rows.length === 0 ? [] : rows[0]!.map((_, i) => rows.map((r) => r[i])))
+
+interface EntryRow {
+  id: string
+  user_id: string
+  created_at: number
+  last_used_at: number
+  expires_at: number
+  sealed: boolean
+}
+const ENTRY_COLUMNS = 'id, user_id, created_at, last_used_at, expires_at, sealed'
+const entryOf = (r: EntryRow): SessionEntry => ({
+  id: r.id,
+  userId: r.user_id,
+  createdAt: r.created_at,
+  lastUsedAt: r.last_used_at,
+  expiresAt: r.expires_at,
+  sealed: r.sealed,
+})
+
+// ---- pieces of write transactions ----
+
+/** appends `audit` to the log: seq and chain hash from the head row, locked until the commit */
+export async function appendAuditTx(sql: Sql, audit: Audit): Promise<void> {
+  if (audit.length === 0) return
+  const [head] = await sql.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM authd_audit_head FOR UPDATE`)
+  let seq = head!.seq
+  let hash = head!.hash
+  const events: AuditEvent[] = audit.map((draft) => {
+    const e = sealEvent(draft, ++seq, hash)
+    hash = e.hash
+    return e
+  })
+  await sql.query(
+    `WITH ins AS (
+       INSERT INTO authd_audit (seq, at, event, user_id, body)
+       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[]))
+     UPDATE authd_audit_head SET seq = $6, hash = $7`,
+    [events.map((e) => e.seq), audit.map((d) => d.at), events.map((e) => e.event), events.map((e) => e.userId), events.map((e) => JSON.stringify(e)), seq, hash],
+  )
+}
+
+/** adds `by` to the tally of each password hash's parameter set, in one order (no deadlocks) */
+async function tallyTx(sql: Sql, changes: Array<[encoded: string, by: 1 | -1]>): Promise<void> {
+  const delta = new Map<string, number>()
+  for (const [encoded, by] of changes) {
+    const key = hashParamsKey(encoded)
+    delta.set(key, (delta.get(key) ?? 0) + by)
+  }
+  const keys = [...delta.keys()].filter((k) => delta.get(k) !== 0)
+  if (keys.length === 0) return
+  await sql.query(
+    `INSERT INTO authd_hash_tally (params, n)
+     SELECT x.p, x.d FROM unnest($1::text[], $2::bigint[]) AS x(p, d) ORDER BY x.p COLLATE "C"
+     ON CONFLICT (params) DO UPDATE SET n = authd_hash_tally.n + EXCLUDED.n`,
+    [keys, keys.map((k) => delta.get(k))],
+  )
+}
+
+/** serialises the writes that count or end a user's sessions (the row may not exist: an advisory lock) */
+const lockUserSessions = (sql: Sql, userId: string): Promise<unknown> => sql.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [USER_LOCK, userId])
+
+async function lockedUser(sql: Sql, id: string): Promise<UserRecord | undefined> {
+  const rows = await sql.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE id = $1 FOR UPDATE`, [id])
+  return rows[0]?.record
+}
+
+/** stores `next` over `current` (locked): its email and the hash tally kept in step */
+async function putUserTx(sql: Sql, current: UserRecord | undefined, next: UserRecord): Promise<void> {
+  try {
+    await sql.query(PUT_USER, userColumns(next))
+  } catch (err) {
+    if (sqlState(err) === '23505') throw new StoreError('EMAIL_TAKEN', 'email already registered')
+    throw err
+  }
+  if (current === undefined) await tallyTx(sql, [[next.passwordHash, 1]])
+  else if (next.passwordHash !== current.passwordHash) {
+    await tallyTx(sql, [
+      [current.passwordHash, -1],
+      [next.passwordHash, 1],
+    ])
+  }
+}
+
+async function updateUserTx(sql: Sql, id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined> {
+  const current = await lockedUser(sql, id)
+  if (current === undefined) return undefined
+  const next = change(current)
+  const stored = next.id === id ? next : { ...next, id }
+  await putUserTx(sql, current, stored)
+  return stored
+}
+
+/** deletes the sessions of `userId` (but `keep`), locking them in id order; how many */
+async function deleteUserSessionsTx(sql: Sql, userId: string, keep?: string): Promise<number> {
+  const rows = await sql.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM authd_sessions WHERE id IN (
+         SELECT id FROM authd_sessions WHERE user_id = $1 AND id IS DISTINCT FROM $2 ORDER BY id FOR UPDATE)
+       RETURNING 1)
+     SELECT count(*)::integer AS n FROM gone`,
+    [userId, keep ?? null],
+  )
+  return rows[0]!.n
+}
+
+/** a session's record and token entries; `drop`: the generation whose hash leaves the history */
+function putSessionTx(sql: Sql, s: SessionRecord, tokens: Array<[hash: string, generation: number]>, drop = -2): Promise<unknown> {
+  return sql.query(PUT_SESSION, [...sessionColumns(s), tokens.map((t) => t[0]), tokens.map((t) => t[1]), drop])
+}
+
+/** the key writes (their version counter's row lock puts them in one line); returns the version */
+async function lockKeys(sql: Sql): Promise<void> {
+  await sql.query(`SELECT n FROM authd_counters WHERE name = 'keys_version' FOR UPDATE`)
+}
+const bumpKeys = (sql: Sql): Promise<unknown> => sql.query(`UPDATE authd_counters SET n = n + 1 WHERE name = 'keys_version'`)
+
+/** writes keys, those leaving `active` before the one entering it (one active key at any moment) */
+async function putKeysTx(sql: Sql, keys: KeyRecord[]): Promise<void> {
+  const ordered = [...keys.filter((k) => k.state !== 'active'), ...keys.filter((k) => k.state === 'active')]
+  for (const k of ordered) {
+    await sql.query(
+      `INSERT INTO authd_keys (kid, state, record) VALUES ($1, $2, $3)
+       ON CONFLICT (kid) DO UPDATE SET state = EXCLUDED.state, record = EXCLUDED.record`,
+      [k.kid, k.state, JSON.stringify(k)],
+    )
+  }
+}
+
+/** the user's live sessions beyond `limit.max - 1`, oldest last use first, deleted (bounded) */
+async function evictTx(sql: Sql, userId: string, limit: SessionLimit): Promise<SessionEntry[]> {
+  // logins of one user queue here, so with the new one the user has at most `limit.max`
+  await lockUserSessions(sql, userId)
+  const rows = await sql.query<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM authd_sessions WHERE user_id = $1`, [userId])
+  const live = rows.map(entryOf).filter((e) => limit.isLive(e))
+  const excess = live.length - (limit.max - 1)
+  if (excess <= 0) return []
+  live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+  const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+  await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id).sort()])
+  return evicted
+}
+
+export async function openPgStore(opts: PgStoreOptions): Promise<{ store: Store; limiter: RateLimiter }> {
+  const db = openDb({ url: opts.url, poolSize: opts.poolSize, queryTimeoutMs: opts.queryTimeoutMs ?? 2500, log: opts.log })
+  try {
+    await migratePg(db)
+  } catch (err) {
+    await db.end()
+    throw err
+  }
+  const limiter = createPgRateLimiter(db)
+  const store = createPgStore(db, redactUrl(opts.url), () => limiter.close())
+  return { store, limiter }
+}
+
+function createPgStore(db: Db, location: string, onClose: () => void): Store {
+  // meRead's version: a backend without a cheap change counter answers one that never repeats,
+  // so the caller reads every session every time
+  let meVersion = 0
+
+  const ensureSecret = async (name: 'device_key' | 'mfa_key', create: () => string): Promise<string> => {
+    const read = async (sql: Sql): Promise<string | undefined> => (await sql.query<{ value: string }>(`SELECT value FROM authd_meta WHERE name = $1`, [name]))[0]?.value
+    const stored = await read(db)
+    if (stored !== undefined) return stored
+    return db.tx(async (sql) => {
+      // processes starting at once queue here: the first makes the secret, the others read it
+      await sql.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [SECRET_LOCK, name])
+      const again = await read(sql)
+      if (again !== undefined) return again
+      const value = create()
+      await sql.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2)`, [name, value])
+      return value
+    })
+  }
+
+  const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
+    (await db.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions ${where}`, values)).map((r) => r.record)
+
+  const store: Store = {
+    backend: 'postgres',
+    location,
+
+    // ---- users ----
+    getUser: async (id) => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE id = $1`, [id]))[0]?.record,
+    getUserByEmail: async (email) => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE email = $1`, [email]))[0]?.record,
+    listUsers: async () => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users ORDER BY id`)).map((r) => r.record),
+    async hashTally() {
+      const rows = await db.query<{ params: string; n: number }>(`SELECT params, n FROM authd_hash_tally WHERE n > 0`)
+      return Object.fromEntries(rows.map((r) => [r.params, r.n]))
+    },
+    createUser: (user, audit = []) =>
+      db.tx(async (sql) => {
+        const rows = await sql.query(`INSERT INTO authd_users (id, email, disabled, mfa_enabled, record) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING id`, userColumns(user))
+        if (rows.length === 0) return false
+        await tallyTx(sql, [[user.passwordHash, 1]])
+        await appendAuditTx(sql, audit)
+        return true
+      }),
+    updateUser: (id, change, audit = []) =>
+      db.tx(async (sql) => {
+        const user = await updateUserTx(sql, id, change)
+        if (user !== undefined) await appendAuditTx(sql, audit)
+        return user
+      }),
+    updateUserEndingSessions: (id, change, keep, audit = []) =>
+      db.tx(async (sql) => {
+        await lockUserSessions(sql, id)
+        const user = await updateUserTx(sql, id, change)
+        if (user === undefined) return undefined
+        const ended = await deleteUserSessionsTx(sql, id, keep)
+        await appendAuditTx(sql, audit)
+        return { user, ended }
+      }),
+    deleteUser: (id, audit = []) =>
+      db.tx(async (sql) => {
+        await lockUserSessions(sql, id)
+        const user = await lockedUser(sql, id)
+        if (user === undefined) return false
+        await deleteUserSessionsTx(sql, id)
+        await sql.query(`DELETE FROM authd_users WHERE id = $1`, [id])
+        await tallyTx(sql, [[user.passwordHash, -1]])
+        await appendAuditTx(sql, audit)
+        return true
+      }),
+
+    // ---- sessions ----
+    getSession: async (id) => (await sessionRecords(`WHERE id = $1`, [id]))[0],
+    async getSessions(ids) {
+      const found = new Map((await sessionRecords(`WHERE id = ANY ($1::text[])`, [ids])).map((s) => [s.id, s]))
+      return ids.map((id) => found.get(id))
+    },
+    listSessions: (userId) => (userId === undefined ? sessionRecords(`ORDER BY id`, []) : sessionRecords(`WHERE user_id = $1 ORDER BY id`, [userId])),
+    countSessions: async (userId) => (await db.query<{ n: number }>(`SELECT count(*)::integer AS n FROM authd_sessions WHERE user_id = $1`, [userId]))[0]!.n,
+    async sessionEntries({ userId, after, limit }) {
+      const where: string[] = []
+      const values: unknown[] = []
+      if (userId !== undefined) {
+        values.push(userId)
+        where.push(`user_id = $${values.length}`)
+      }
+      if (after !== undefined) {
+        values.push(after.userId, after.id)
+        where.push(`(user_id, id) > ($${values.length - 1}, $${values.length})`)
+      }
+      values.push(limit)
+      const rows = await db.query<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM authd_sessions ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY user_id, id LIMIT $${values.length}`,
+        values,
+      )
+      return rows.map(entryOf)
+    },
+    createSession: (s, limit, audit) =>
+      db.tx(async (sql) => {
+        const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
+        const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
+        if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
+        await putSessionTx(sql, s, tokens)
+        const events = [...(audit?.events ?? [])]
+        if (audit?.evicted !== undefined) for (const e of ended) events.push(audit.evicted(e))
+        await appendAuditTx(sql, events)
+        return ended
+      }),
+    refreshSession: <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) =>
+      db.tx(async (sql) => {
+        // the session of the token (else of its family), locked: a concurrent refresh of the
+        // same session waits here, then sees the record as that one left it
+        const rows = await sql.query<{ record: SessionRecord }>(
+          `SELECT s.record FROM authd_sessions s
+           WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
+                         ORDER BY t.hash = $1 DESC LIMIT 1)
+           FOR UPDATE`,
+          [tokenHash, familyHash ?? null],
+        )
+        const current = rows[0]?.record
+        const d = decide(current)
+        if (d.action === 'rotate') {
+          const next = d.session
+          const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
+          // a session of an older version gets its family at its first rotation
+          if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
+          const old = next.generation - REFRESH_HISTORY
+          await putSessionTx(sql, next, tokens, old >= 0 ? old : -2)
+        } else if (d.action === 'revoke' && current !== undefined) {
+          await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
+        }
+        // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
+        await appendAuditTx(sql, d.audit ?? [])
+        return d.result
+      }),
+    updateSession: (id, change, audit = []) =>
+      db.tx(async (sql) => {
+        const current = (await sql.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions WHERE id = $1 FOR UPDATE`, [id]))[0]?.record
+        if (current === undefined) return undefined
+        const next = change(current)
+        if (next === undefined) return current
+        await putSessionTx(sql, next, [])
+        await appendAuditTx(sql, audit)
+        return next
+      }),
+    sweepSessions: (ids, change) =>
+      db.tx(async (sql) => {
+        const rows = await sql.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions WHERE id = ANY ($1::text[]) ORDER BY id FOR UPDATE`, [ids])
+        const byId = new Map(rows.map((r) => [r.record.id, r.record]))
+        const gone: string[] = []
+        const kept: SessionRecord[] = []
+        for (const id of ids) {
+          const current = byId.get(id)
+          if (current === undefined) continue
+          byId.delete(id)
+          const next = change(current)
+          if (next === 'delete') gone.push(id)
+          else if (next !== undefined) kept.push(next)
+        }
+        if (gone.length > 0) await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [gone])
+        if (kept.length > 0) await sql.query(PUT_SESSIONS, columnsOf(kept.map(sessionColumns)))
+        return gone.length
+      }),
+    revokeSession: (id, audit = []) =>
+      db.tx(async (sql) => {
+        const rows = await sql.query(`DELETE FROM authd_sessions WHERE id = $1 RETURNING id`, [id])
+        if (rows.length === 0) return false
+        await appendAuditTx(sql, audit)
+        return true
+      }),
+    revokeUserSessions: (userId, audit = []) =>
+      db.tx(async (sql) => {
+        await lockUserSessions(sql, userId)
+        const n = await deleteUserSessionsTx(sql, userId)
+        if (n > 0) await appendAuditTx(sql, audit)
+        return n
+      }),
+    revokeAllSessions: (audit = []) =>
+      db.tx(async (sql) => {
+        const [{ n }] = await sql.query<{ n: number }>(
+          `WITH gone AS (DELETE FROM authd_sessions WHERE id IN (SELECT id FROM authd_sessions ORDER BY id FOR UPDATE) RETURNING 1)
+           SELECT count(*)::integer AS n FROM gone`,
+        )
+        if (n! > 0) await appendAuditTx(sql, audit)
+        return n!
+      }),
+    async findSessionIdByRefreshHash(tokenHash, familyHash) {
+      const rows = await db.query<{ session_id: string }>(
+        `SELECT session_id FROM authd_session_tokens WHERE hash = $1 OR hash = $2 ORDER BY hash = $1 DESC LIMIT 1`,
+        [tokenHash, familyHash ?? null],
+      )
+      return rows[0]?.session_id
+    },
+
+    // ---- keys ----
+    listKeys: async () => (await db.query<{ record: KeyRecord }>(`SELECT record FROM authd_keys ORDER BY kid`)).map((r) => r.record),
+    getKey: async (kid) => (await db.query<{ record: KeyRecord }>(`SELECT record FROM authd_keys WHERE kid = $1`, [kid]))[0]?.record,
+    putKey: (key, audit = []) =>
+      db.tx(async (sql) => {
+        await lockKeys(sql)
+        let writes = [key]
+        if (key.state === 'active') {
+          // another key stored active: the one that signs is the one settleKeys says (the latest
+          // activated), the other is stored retiring, as every reader derived already
+          const others = (await sql.query<{ record: KeyRecord }>(`SELECT record FROM authd_keys WHERE state = 'active' AND kid <> $1`, [key.kid])).map((r) => r.record)
+          if (others.length > 0) writes = settleKeys([...others, key], Date.now())
+        }
+        await putKeysTx(sql, writes)
+        await bumpKeys(sql)
+        await appendAuditTx(sql, audit)
+      }),
+    rotateKey: (key, now, audit = []) =>
+      db.tx(async (sql) => {
+        await lockKeys(sql)
+        const stored = (await sql.query<{ record: KeyRecord }>(`SELECT record FROM authd_keys ORDER BY kid`)).map((r) => r.record)
+        const settled = settleKeys(stored, now)
+        const signing = settled.some((k) => k.state === 'active')
+        const scheduled = key.state === 'next' && key.activatedAt !== null && key.activatedAt > now && signing
+        const replaced: string[] = []
+        const writes: KeyRecord[] = []
+        settled.forEach((k, i) => {
+          if (k.state === 'next') replaced.push(k.kid)
+          else if (k.state === 'active' && !scheduled) writes.push({ ...k, state: 'retiring', retiringAt: now })
+          else if (k !== stored[i]) writes.push(k)
+        })
+        const added: KeyRecord = scheduled ? key : { ...key, state: 'active', activatedAt: now }
+        if (replaced.length > 0) await sql.query(`DELETE FROM authd_keys WHERE kid = ANY ($1::text[])`, [replaced])
+        await putKeysTx(sql, [...writes, added])
+        await bumpKeys(sql)
+        await appendAuditTx(sql, audit)
+        return added
+      }),
+    async ensureActiveKey(create) {
+      const active = async (sql: Sql): Promise<KeyRecord | undefined> =>
+        (await sql.query<{ record: KeyRecord }>(`SELECT record FROM authd_keys WHERE state = 'active'`))[0]?.record
+      const found = await active(db)
+      if (found !== undefined) return found
+      return db.tx(async (sql) => {
+        // instances starting together on an empty database queue here: the first makes the key
+        await lockKeys(sql)
+        const again = await active(sql)
+        if (again !== undefined) return again
+        const key = create()
+        await putKeysTx(sql, [key])
+        await bumpKeys(sql)
+        return key
+      })
+    },
+    deleteKey: (kid, audit = []) =>
+      db.tx(async (sql) => {
+        await lockKeys(sql)
+        const rows = await sql.query(`DELETE FROM authd_keys WHERE kid = $1 RETURNING kid`, [kid])
+        if (rows.length === 0) return false
+        await bumpKeys(sql)
+        await appendAuditTx(sql, audit)
+        return true
+      }),
+    keysVersion: async () => (await db.query<{ n: number }>(`SELECT n FROM authd_counters WHERE name = 'keys_version'`))[0]!.n,
+
+    // ---- /me ----
+    async meRead(sids) {
+      // one round trip: every requested session with its user, and the keys' version
+      const rows = await db.query<{
+        kv: number
+        id: string | null
+        user_id: string
+        expires_at: number
+        last_used_at: number
+        uid: string | null
+        email: string
+        disabled: boolean
+        mfa_enabled: boolean
+      }>(
+        `SELECT c.n AS kv, s.id, s.user_id, s.expires_at, s.last_used_at, u.id AS uid, u.email, u.disabled, u.mfa_enabled
+         FROM authd_counters c
+         LEFT JOIN (authd_sessions s LEFT JOIN authd_users u ON u.id = s.user_id) ON s.id = ANY ($1::text[])
+         WHERE c.name = 'keys_version'`,
+        [sids],
+      )
+      const records = new Map<string, MeRecord | undefined>(sids.map((sid) => [sid, undefined]))
+      for (const r of rows) {
+        if (r.id === null) continue
+        records.set(r.id, {
+          userId: r.user_id,
+          expiresAt: r.expires_at,
+          lastUsedAt: r.last_used_at,
+          user: r.uid === null ? undefined : { id: r.uid, email: r.email, disabled: r.disabled, mfaEnabled: r.mfa_enabled },
+        })
+      }
+      return { version: ++meVersion, keysVersion: rows[0]!.kv, records }
+    },
+
+    // ---- device cookies, mfaTokens, limit clears ----
+    ensureDeviceKey: (create) => ensureSecret('device_key', create),
+    ensureMfaKey: (create) => ensureSecret('mfa_key', create),
+    mfaTokenUsed: async (id, expiresAt) =>
+      (await db.query(`SELECT 1 FROM authd_mfa_used WHERE expires_at = $1 AND id = $2`, [expiresAt, id])).length > 0,
+    finishMfaStep: <T>(token: { id: string; expiresAt: number }, userId: string, now: number, decide: (user: UserRecord | undefined, used: boolean) => MfaStepDecision<T>) =>
+      db.tx(async (sql) => {
+        // the records of tokens expired by now (nobody can present those any more), but none
+        // another second step is deleting at this moment
+        await sql.query(
+          `DELETE FROM authd_mfa_used WHERE (expires_at, id) IN (
+             SELECT expires_at, id FROM authd_mfa_used WHERE expires_at < $1 FOR UPDATE SKIP LOCKED)`,
+          [now],
+        )
+        // two second steps of one user (one token, or one code) queue on the user's row
+        const user = await lockedUser(sql, userId)
+        const used = (await sql.query(`SELECT 1 FROM authd_mfa_used WHERE expires_at = $1 AND id = $2`, [token.expiresAt, token.id])).length > 0
+        const d = decide(user, used)
+        if (d.action === 'use') {
+          await putUserTx(sql, user, d.user.id === userId ? d.user : { ...d.user, id: userId })
+          await sql.query(`INSERT INTO authd_mfa_used (expires_at, id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [token.expiresAt, token.id])
+        }
+        // a failed second step is recorded though it changed nothing, as on LMDB
+        await appendAuditTx(sql, d.audit ?? [])
+        return d.result
+      }),
+    addLimitClear: (target, at, audit = []) =>
+      db.tx(async (sql) => {
+        const [{ n: seq }] = await sql.query<{ n: number }>(`UPDATE authd_counters SET n = n + 1 WHERE name = 'limit_clear_seq' RETURNING n`)
+        await sql.query(
+          `WITH old AS (DELETE FROM authd_limit_clears WHERE seq <= $1::bigint - $4::bigint)
+           INSERT INTO authd_limit_clears (seq, target, at) VALUES ($1, $2, $3)`,
+          [seq, JSON.stringify(target), at, LIMIT_CLEARS_KEPT],
+        )
+        await appendAuditTx(sql, audit)
+        return seq!
+      }),
+    async limitClearsAfter(after) {
+      const rows = await db.query<{ seq: number; target: LimitClearTarget; at: number }>(
+        `SELECT seq, target, at FROM authd_limit_clears WHERE seq > $1 ORDER BY seq`,
+        [after],
+      )
+      return rows.map((r): LimitClear => ({ seq: r.seq, target: r.target, at: r.at }))
+    },
+
+    // ---- the audit log ----
+    async appendAudit(audit) {
+      if (audit.length === 0) return
+      await db.tx((sql) => appendAuditTx(sql, audit))
+    },
+    async auditEvents(q: AuditQuery) {
+      const where: string[] = []
+      const values: unknown[] = []
+      const add = (column: string, op: string, value: unknown): void => {
+        values.push(value)
+        where.push(`${column} ${op} $${values.length}`)
+      }
+      if (q.before !== undefined) add('seq', '<', q.before)
+      if (q.userId !== undefined) add('user_id', '=', q.userId)
+      if (q.event !== undefined) add('event', '=', q.event)
+      if (q.since !== undefined) add('at', '>=', q.since)
+      values.push(q.limit)
+      const rows = await db.query<{ body: AuditEvent }>(
+        `SELECT body FROM authd_audit ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT $${values.length}`,
+        values,
+      )
+      return rows.map((r) => r.body)
+    },
+    auditChain() {
+      // the anchor and the first page in one statement (one snapshot): a sweep cannot come
+      // between them; later pages follow by seq
+      const first = db.query<{ anchor_seq: number; anchor_hash: string; body: AuditEvent | null }>(
+        `SELECT h.anchor_seq, h.anchor_hash, a.body FROM authd_audit_head h
+         LEFT JOIN LATERAL (SELECT body FROM authd_audit WHERE seq > h.anchor_seq ORDER BY seq LIMIT $1) a ON true`,
+        [CHAIN_PAGE],
+      )
+      const anchor = first.then((rows): AuditAnchor => ({ seq: rows[0]!.anchor_seq, hash: rows[0]!.anchor_hash }))
+      // whoever wants only the events may never await the anchor: its failure is theirs to see, not an unhandled rejection
+      anchor.catch(() => {})
+      async function* events(): AsyncGenerator<AuditEvent> {
+        let page = (await first).flatMap((r) => (r.body === null ? [] : [r.body]))
+        while (page.length > 0) {
+          yield* page
+          if (page.length < CHAIN_PAGE) return
+          const last = page[page.length - 1]!.seq
+          page = (await db.query<{ body: AuditEvent }>(`SELECT body FROM authd_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, [last, CHAIN_PAGE])).map((r) => r.body)
+        }
+      }
+      return { anchor, events: events() }
+    },
+    sweepAudit: (before) =>
+      db.tx(async (sql) => {
+        const [head] = await sql.query<{ seq: number; anchor_seq: number }>(`SELECT seq, anchor_seq FROM authd_audit_head FOR UPDATE`)
+        // only a prefix of the log goes (what remains must still chain): up to the first event
+        // at or after `before`, whatever the times of those after it
+        const keep = await sql.query<{ seq: number }>(`SELECT seq FROM authd_audit WHERE at >= $1 ORDER BY seq LIMIT 1`, [before])
+        const cut = keep[0]?.seq ?? head!.seq + 1
+        if (cut - 1 <= head!.anchor_seq) return 0
+        const [last] = await sql.query<{ hash: string }>(`SELECT body->>'hash' AS hash FROM authd_audit WHERE seq = $1`, [cut - 1])
+        const [{ n }] = await sql.query<{ n: number }>(`WITH gone AS (DELETE FROM authd_audit WHERE seq < $1 RETURNING 1) SELECT count(*)::integer AS n FROM gone`, [cut])
+        await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [cut - 1, last!.hash])
+        return n!
+      }),
+
+    // ---- meta ----
+    schemaVersion: () => schemaVersionOf(db),
+    async ping() {
+      await db.query(`SELECT 1`)
+    },
+    exportRecords: () => exportPg(db, PG_SCHEMA_VERSION),
+    importRecords: (records) => importPg(db, records),
+    // a commit is acknowledged once durable (synchronous_commit)
+    flushed: async () => {},
+    backup: async () => {
+      throw new StoreError('NO_BACKUP', 'authctl backup copies an LMDB store only: back up PostgreSQL with pg_dump, or write a store file with authctl export')
+    },
+    async close() {
+      onClose()
+      await db.end()
+    },
+  }
+  return store
+
 }

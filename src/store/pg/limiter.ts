@@ -1,0 +1,99 @@
+/**
+ * The rate limiter in PostgreSQL (README, "Rate limits"): every instance counts on the same
+ * sliding logs, under the database's clock, so a limit of 5 is 5 across any number of
+ * instances. One consume is one call of authd_rate_consume (store/pg/schema.ts): all entries
+ * charged or none, with the in-process limiter's semantics (core/rate-limiter.ts). The logs live
+ * in an unlogged table; keys are `limitKey`s, so what is kept per key is small and of one size.
+ * Nothing is evicted: a full table is the database's disk, and expired logs are deleted by a
+ * periodic prune.
+ */
+import { limitKey, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../../core/rate-limiter.js'
+import type { Db } from './db.js'
+
+/** how often expired logs are deleted (by each instance; each run is bounded) */
+const PRUNE_EVERY_MS = 60_000
+const PRUNE_BATCH = 10_000
+
+interface Counted {
+  keys: string[]
+  windows: number[]
+  at: number
+}
+
+/** the hash limitKey puts in place of one part of a key */
+const partHash = (part: string): string => limitKey('p', part).slice(2)
+
+export interface PgRateLimiter extends RateLimiter {
+  /** deletes the logs whose events have all left their window (one bounded batch); how many */
+  prune(): Promise<number>
+  /** stops the periodic prune */
+  close(): void
+}
+
+export function createPgRateLimiter(db: Db, opts: { pruneEveryMs?: number } = {}): PgRateLimiter {
+  const issued = new WeakMap<ConsumeToken, Counted>()
+
+  const prune = async (): Promise<number> => {
+    const rows = await db.query<{ n: number }>(
+      `WITH gone AS (
+         DELETE FROM authd_rate WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM authd_rate
+           WHERE cardinality(times) = 0
+              OR times[cardinality(times)] + window_ms * 1000 <= (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+           LIMIT $1 FOR UPDATE SKIP LOCKED))
+         RETURNING 1)
+       SELECT count(*)::integer AS n FROM gone`,
+      [PRUNE_BATCH],
+    )
+    return rows[0]!.n
+  }
+  const timer = setInterval(() => {
+    prune().catch(() => {
+      // the database is away: the next run tries again
+    })
+  }, opts.pruneEveryMs ?? PRUNE_EVERY_MS)
+  timer.unref()
+
+  return {
+    async consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult> {
+      const keys = entries.map((e) => e.key)
+      const windows = entries.map((e) => e.rule.windowMs)
+      const [r] = await db.query<{ ok: boolean; wait_us: number; blocked_by: number; at_us: number | null }>(
+        `SELECT ok, wait_us, blocked_by, at_us FROM authd_rate_consume($1, $2, $3)`,
+        [keys, windows, entries.map((e) => e.rule.count)],
+      )
+      if (!r!.ok) return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by }
+      const token: ConsumeToken = { kind: 'rate-limit-token' }
+      issued.set(token, { keys, windows, at: r!.at_us! })
+      return { ok: true, token }
+    },
+
+    async release(token) {
+      const counted = issued.get(token)
+      if (counted === undefined) return
+      // un-counting by time twice removes nothing more: kept until done, so a failed release can be repeated
+      await db.query(`SELECT authd_rate_release($1, $2, $3)`, [counted.keys, counted.windows, counted.at])
+      issued.delete(token)
+    },
+
+    async reset(key) {
+      await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
+    },
+
+    async resetByPart(axis, index, part) {
+      // keys are `axis:h1|h2…` (limitKey); the part's hash sits at `index` after the colon
+      const rows = await db.query<{ n: number }>(
+        `WITH gone AS (
+           DELETE FROM authd_rate
+           WHERE starts_with(key, $1) AND split_part(substr(key, length($1) + 1), '|', $2) = $3
+           RETURNING 1)
+         SELECT count(*)::integer AS n FROM gone`,
+        [`${axis}:`, index + 1, partHash(part)],
+      )
+      return rows[0]!.n
+    },
+
+    prune,
+    close: () => clearInterval(timer),
+  }
+}

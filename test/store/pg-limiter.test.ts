@@ -1,0 +1,141 @@
+/**
+ * The rate limiter in PostgreSQL (store/pg/limiter.ts): exact across instances, all entries or
+ * none, the in-process limiter's sliding-window answers, under the database's clock. Time is
+ * moved by ageing the stored events (no test waits for a window).
+ */
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import { limitKey, type RateEntry, type RateLimiter } from '../../src/core/rate-limiter.js'
+import { openPgStore } from '../../src/store/pg/pg-store.js'
+import { pgDatabase } from '../helpers/pg.js'
+
+const MIN = 60_000
+const rule = (count: number, windowMs = 15 * MIN) => ({ count, windowMs, text: `${count}/${windowMs}ms` })
+
+interface Setup {
+  limiters: RateLimiter[]
+  /** moves every stored event `ms` into the past */
+  age(ms: number): Promise<void>
+  /** the events counted now on `key` under `windowMs` */
+  held(key: string, windowMs?: number): Promise<number>
+}
+
+async function setup(t: Test, n = 1): Promise<Setup | null> {
+  const db = await pgDatabase(t)
+  if (!db) return null
+  const opened = await Promise.all(Array.from({ length: n }, () => openPgStore({ url: db.url, poolSize: 8 })))
+  const admin = new pg.Client({ connectionString: db.url })
+  await admin.connect()
+  t.teardown(async () => {
+    await admin.end()
+    await Promise.all(opened.map(({ store }) => store.close()))
+  })
+  return {
+    limiters: opened.map((o) => o.limiter),
+    age: async (ms) => {
+      await admin.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms])
+    },
+    held: async (key, windowMs = 15 * MIN) => {
+      const { rows } = await admin.query(
+        `SELECT count(*)::int AS n FROM authd_rate, unnest(times) AS x
+         WHERE key = $1 AND window_ms = $2 AND x + window_ms * 1000 > (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
+        [key, windowMs],
+      )
+      return rows[0].n as number
+    },
+  }
+}
+
+t.test('50 concurrent consumes with a limit of 5 over three instances: exactly 5 counted', async (t) => {
+  const s = await setup(t, 3)
+  if (!s) return
+  const entry: RateEntry = { key: limitKey('login_ip_email', '203.0.113.7', 'ann@example.com'), rule: rule(5) }
+  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => s.limiters[i % 3]!.consume([entry])))
+  t.equal(results.filter((r) => r.ok).length, 5, 'five counted')
+  t.equal(results.filter((r) => !r.ok).length, 45, 'forty-five refused')
+  t.equal(await s.held(entry.key), 5)
+  for (const r of results) if (!r.ok) t.ok(r.retryAfterS >= 899 && r.retryAfterS <= 900 && r.blockedBy === 0, 'retry when the first event leaves')
+})
+
+t.test('new keys raced by three instances, entries in both orders: counted exactly, no deadlock', async (t) => {
+  const s = await setup(t, 3)
+  if (!s) return
+  const a: RateEntry = { key: limitKey('a', 'x'), rule: rule(7) }
+  const b: RateEntry = { key: limitKey('b', 'x'), rule: rule(1000) }
+  const results = await Promise.all(Array.from({ length: 60 }, (_, i) => s.limiters[i % 3]!.consume(i % 2 === 0 ? [a, b] : [b, a])))
+  t.equal(results.filter((r) => r.ok).length, 7)
+  t.equal(await s.held(a.key), 7)
+  t.equal(await s.held(b.key), 7, 'the other entry charged only with the consumes that counted')
+})
+
+t.test('all entries or none: the first that has no room is named, the others are not charged', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const [limiter] = s.limiters
+  const wide: RateEntry = { key: limitKey('login_ip', '203.0.113.7'), rule: rule(50) }
+  const narrow: RateEntry = { key: limitKey('login_email', 'ann@example.com'), rule: rule(2, 60 * MIN) }
+  t.ok((await limiter!.consume([wide, narrow])).ok)
+  t.ok((await limiter!.consume([wide, narrow])).ok)
+  const refused = await limiter!.consume([wide, narrow])
+  t.match(refused, { ok: false, blockedBy: 1 })
+  t.equal(await s.held(wide.key), 2, 'the entry with room was not charged')
+  t.equal(await s.held(narrow.key, 60 * MIN), 2)
+  // one counter listed twice counts twice
+  const twice: RateEntry = { key: limitKey('twice', 'x'), rule: rule(3) }
+  t.ok((await limiter!.consume([twice, twice])).ok)
+  t.match(await limiter!.consume([twice, twice]), { ok: false, blockedBy: 1 })
+  t.equal(await s.held(twice.key), 2)
+})
+
+t.test('a sliding window: retry after the oldest counted event leaves it, room again once it has', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const [limiter] = s.limiters
+  const e: RateEntry = { key: limitKey('refresh_ip', '198.51.100.1'), rule: rule(3, 10 * MIN) }
+  t.ok((await limiter!.consume([e])).ok)
+  await s.age(4 * MIN)
+  t.ok((await limiter!.consume([e])).ok)
+  t.ok((await limiter!.consume([e])).ok)
+  const refused = await limiter!.consume([e])
+  t.ok(!refused.ok && refused.retryAfterS > 5 * 60 && refused.retryAfterS <= 6 * 60, `the oldest leaves in 6 minutes (${!refused.ok && refused.retryAfterS} s)`)
+  await s.age(6 * MIN)
+  t.ok((await limiter!.consume([e])).ok, 'the oldest has left: one more fits')
+  const again = await limiter!.consume([e])
+  t.ok(!again.ok && again.retryAfterS > 3 * 60 && again.retryAfterS <= 4 * 60, `then the next oldest (${!again.ok && again.retryAfterS} s)`)
+  await s.age(10 * MIN)
+  t.equal(await s.held(e.key, 10 * MIN), 0, 'all gone after a window')
+  for (let i = 0; i < 3; i++) t.ok((await limiter!.consume([e])).ok)
+})
+
+t.test('a limit of 0 refuses with the whole window', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  t.match(await s.limiters[0]!.consume([{ key: limitKey('zero', 'x'), rule: rule(0, 2 * MIN) }]), { ok: false, retryAfterS: 120, blockedBy: 0 })
+})
+
+t.test('release un-counts exactly that consume, once; reset and resetByPart forget keys', async (t) => {
+  const s = await setup(t, 2)
+  if (!s) return
+  const [one, two] = s.limiters
+  const pair = (ip: string, email: string): RateEntry => ({ key: limitKey('login_ip_email', ip, email), rule: rule(5) })
+  const email: RateEntry = { key: limitKey('login_email', 'ann@example.com'), rule: rule(20, 60 * MIN) }
+  const first = await one!.consume([pair('203.0.113.7', 'ann@example.com'), email])
+  await two!.consume([pair('203.0.113.7', 'ann@example.com'), email])
+  t.ok(first.ok)
+  if (!first.ok) return
+  await one!.release(first.token)
+  t.equal(await s.held(pair('203.0.113.7', 'ann@example.com').key), 1, 'one of two left')
+  t.equal(await s.held(email.key, 60 * MIN), 1)
+  await one!.release(first.token)
+  t.equal(await s.held(pair('203.0.113.7', 'ann@example.com').key), 1, 'a second release changes nothing')
+
+  await one!.consume([pair('198.51.100.1', 'ann@example.com')])
+  await one!.consume([pair('198.51.100.1', 'bob@example.com')])
+  t.equal(await two!.resetByPart('login_ip_email', 1, 'ann@example.com'), 2, "ann's pairs, from every address")
+  t.equal(await s.held(pair('203.0.113.7', 'ann@example.com').key), 0)
+  t.equal(await s.held(pair('198.51.100.1', 'ann@example.com').key), 0)
+  t.equal(await s.held(pair('198.51.100.1', 'bob@example.com').key), 1, "bob's kept")
+  t.equal(await s.held(email.key, 60 * MIN), 1, 'another axis kept')
+  await one!.reset(email.key)
+  t.equal(await s.held(email.key, 60 * MIN), 0)
+})

@@ -1,0 +1,179 @@
+/**
+ * Several instances on one PostgreSQL database (README, "Several instances on PostgreSQL"): each
+ * store here has a pool of its own, as separate authd processes would, and the races between
+ * them are settled by the database: one schema, one active key, one refresh successor, gapless
+ * audit seqs.
+ */
+import t, { type Test } from 'tap'
+import pg from 'pg'
+import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
+import { chainHash } from '../../src/store/audit-chain.js'
+import { openPgStore } from '../../src/store/pg/pg-store.js'
+import { PG_SCHEMA_VERSION } from '../../src/store/pg/schema.js'
+import type { AuditDraft, AuditEvent, KeyRecord, Store } from '../../src/store/store.js'
+import { pgDatabase } from '../helpers/pg.js'
+
+const T0 = 1_700_000_000_000
+const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
+
+/** `n` stores on the database at `url`, each with its own pool, closed when `t` ends */
+async function instances(t: Test, url: string, n = 3): Promise<Store[]> {
+  const opened = await Promise.all(Array.from({ length: n }, () => openPgStore({ url, poolSize: 8 })))
+  t.teardown(() => Promise.all(opened.map(({ store }) => store.close())))
+  return opened.map(({ store }) => store)
+}
+
+const draft = (event: string, i: number): AuditDraft => ({
+  at: T0 + i,
+  event,
+  actor: 'api',
+  userId: null,
+  email: null,
+  sessionId: null,
+  ip: null,
+  userAgent: null,
+  detail: { i },
+})
+
+const key = (kid: string): KeyRecord => ({
+  kid,
+  alg: 'ES256',
+  state: 'active',
+  privateKeyPem: `private ${kid}`,
+  publicKeyPem: `public ${kid}`,
+  createdAt: T0,
+  activatedAt: T0,
+  retiringAt: null,
+  retiredAt: null,
+})
+
+t.test('three instances migrating an empty database at once: one schema, each opens', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  t.same(await Promise.all(stores.map((s) => s.schemaVersion())), [PG_SCHEMA_VERSION, PG_SCHEMA_VERSION, PG_SCHEMA_VERSION])
+  const admin = new pg.Client({ connectionString: db.url })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  const { rows } = await admin.query(`SELECT (SELECT count(*)::int FROM authd_counters) AS counters, (SELECT count(*)::int FROM authd_audit_head) AS heads`)
+  t.same(rows[0], { counters: 2, heads: 1 }, 'the first rows were written once')
+  // and each works on it
+  t.equal(await stores[0]!.createUser({ id: 'u1', email: 'ann@example.com', passwordHash: 'x', createdAt: T0, updatedAt: T0, disabled: false }), true)
+  t.equal((await stores[2]!.getUser('u1'))?.email, 'ann@example.com')
+})
+
+t.test('three instances starting together on an empty database make one active key', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  let made = 0
+  const keys = await Promise.all(stores.flatMap((s, i) => Array.from({ length: 4 }, (_, j) => s.ensureActiveKey(() => key(`k-${i}-${j}-${++made}`)))))
+  t.equal(new Set(keys.map((k) => k.kid)).size, 1, 'all twelve calls answer the same key')
+  t.equal(made, 1, 'made once')
+  for (const s of stores) {
+    const listed = await s.listKeys()
+    t.same(
+      listed.map((k) => [k.kid, k.state]),
+      [[keys[0]!.kid, 'active']],
+    )
+  }
+})
+
+t.test('three instances rotating keys at once leave exactly one stored active key', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  await stores[0]!.ensureActiveKey(() => key('k0'))
+  await Promise.all(stores.flatMap((s, i) => Array.from({ length: 3 }, (_, j) => s.rotateKey(key(`k-${i}-${j}`), T0 + 1000 + i * 10 + j))))
+  const keys = await stores[1]!.listKeys()
+  t.equal(keys.length, 10)
+  t.equal(keys.filter((k) => k.state === 'active').length, 1, 'one active')
+  t.equal(keys.filter((k) => k.state === 'retiring').length, 9, 'every other one retiring')
+})
+
+t.test('20 concurrent refreshes of one token over three instances: one successor, all answered it', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  const token = newRefreshToken()
+  await stores[0]!.createSession({
+    id: 's1',
+    userId: 'u1',
+    createdAt: T0,
+    lastUsedAt: T0,
+    expiresAt: T0 + policy.absoluteTtlMs,
+    ip: '127.0.0.1',
+    userAgent: 'race',
+    refreshHash: hashToken(token),
+    previousHash: null,
+    rotatedAt: null,
+    generation: 0,
+    familyHash: familyHashOf(token),
+    rotations: [],
+  })
+  const refresh = (store: Store, now: number): Promise<RefreshOutcome> =>
+    store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token))
+  const outs = await Promise.all(Array.from({ length: 20 }, (_, i) => refresh(stores[i % 3]!, T0 + 1000 + i)))
+  t.equal(outs.filter((o) => o.kind === 'rotated').length, 1, 'one rotation')
+  t.equal(outs.filter((o) => o.kind === 'grace').length, 19, 'nineteen inside the grace')
+  const successors = new Set(outs.map((o) => ('token' in o ? o.token : '')))
+  t.equal(successors.size, 1, 'every one answered the same successor')
+  const [successor] = successors
+  const stored = await stores[2]!.getSession('s1')
+  t.equal(stored?.generation, 1, 'rotated once')
+  t.equal(stored?.refreshHash, hashToken(successor!), 'the successor is the live token')
+  t.equal(await stores[1]!.findSessionIdByRefreshHash(hashToken(successor!)), 's1')
+  // and past the grace the old token is a reuse, on any instance
+  t.equal((await refresh(stores[1]!, T0 + 1000 + policy.reuseGraceMs + 5000)).kind, 'reuse')
+  t.equal(await stores[0]!.getSession('s1'), undefined, 'the session ended')
+})
+
+t.test('concurrent audit appends and audited writes from three instances: seq gapless, the chain verifies', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  const writes: Array<Promise<unknown>> = []
+  for (let i = 0; i < 60; i++) {
+    const s = stores[i % 3]!
+    if (i % 4 === 0) {
+      writes.push(s.createUser({ id: `u${i}`, email: `u${i}@example.com`, passwordHash: 'x', createdAt: T0, updatedAt: T0, disabled: false }, [draft('register', i)]))
+    } else writes.push(s.appendAudit([draft('login.failure', i), draft('rate_limit.block', i)]))
+  }
+  await Promise.all(writes)
+  const expected = 15 + 45 * 2
+  const { anchor, events } = stores[1]!.auditChain()
+  const kept: AuditEvent[] = []
+  for await (const e of events) kept.push(e)
+  t.same(
+    kept.map((e) => e.seq),
+    Array.from({ length: expected }, (_, i) => i + 1),
+    'seq 1…N without gaps or repeats',
+  )
+  let previous = await anchor
+  let broken: number | undefined
+  for (const e of kept) {
+    if (broken === undefined && e.hash !== chainHash(previous.hash, e)) broken = e.seq
+    previous = e
+  }
+  t.equal(broken, undefined, 'every hash chains to the one before')
+  // the two events of one append are consecutive
+  for (let i = 0; i < kept.length; i++) {
+    if (kept[i]!.event === 'login.failure') t.equal(kept[i + 1]?.event, 'rate_limit.block', `the append at seq ${kept[i]!.seq} is whole`)
+  }
+})
+
+t.test('a database set up by a newer authd is refused with SCHEMA_TOO_NEW and a sentence', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const { store } = await openPgStore({ url: db.url, poolSize: 2 })
+  await store.close()
+  const admin = new pg.Client({ connectionString: db.url })
+  await admin.connect()
+  await admin.query(`UPDATE authd_meta SET value = $1 WHERE name = 'schema_version'`, [String(PG_SCHEMA_VERSION + 1)])
+  await admin.end()
+  await t.rejects(openPgStore({ url: db.url, poolSize: 2 }), {
+    name: 'StoreError',
+    code: 'SCHEMA_TOO_NEW',
+    message: `the database was set up by a newer authd (schema ${PG_SCHEMA_VERSION + 1}; this version understands up to ${PG_SCHEMA_VERSION}): upgrade authd`,
+  })
+})
