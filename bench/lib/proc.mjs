@@ -8,12 +8,15 @@ export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio
 /**
  * Which cores the server side and the load generator get. With two or more cores and taskset,
  * the server (authd, the bare server, the raw baselines) runs on the last core and the load
- * generator on the first, so they never take each other's time.
+ * generator on the first, so they never take each other's time. The PostgreSQL server (`db`)
+ * gets the core before the last when there are three or more; on two it shares the server's
+ * core, so authd and its database together have the one core LMDB's authd has, and the load
+ * generator keeps its own.
  */
 export function cpuPlan() {
   const n = os.availableParallelism()
-  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, all: null, cores: n }
-  return { pinned: true, server: n - 1, load: 0, all: `0-${n - 1}`, cores: n }
+  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, db: null, all: null, cores: n }
+  return { pinned: true, server: n - 1, load: 0, db: n >= 3 ? n - 2 : n - 1, all: `0-${n - 1}`, cores: n }
 }
 
 /** argv prefixed with `taskset -c <cpu>` (a core, or a list like `0-1`) when pinning */
