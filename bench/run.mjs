@@ -42,6 +42,7 @@ import {
   PASSWORD,
   prepare,
   scrape,
+  spendAllowance,
   startBare,
   startDaemon,
   unitEnvironment,
@@ -243,6 +244,8 @@ async function counted(f, url = daemon.url) {
 
 log('warming up')
 {
+  await spendAllowance(daemon.url)
+  if (pg.measured) await spendAllowance(pgDaemon.url)
   const short = { seconds: 2 }
   await L({ url: bare.url, ...me, ...short })
   await L({ url: daemon.url, ...me, ...short })
@@ -404,7 +407,7 @@ function ratioRow(id, name, f, min, baseline, abs) {
 /** a PostgreSQL row: `row()` when it was measured, else NOT MEASURED with the reason */
 function pgRow(row, id, name, target) {
   if (pg.measured) return row()
-  return { id, name, value: null, unit: '', target, pass: null, detail: `NOT MEASURED: ${pg.reason}` }
+  return { id, name, value: null, unit: '', target, pass: null, detail: pg.reason }
 }
 function maxRow(id, name, value, max, unit) {
   return { id, name, value, unit, target: `≤ ${max} ${unit}`, pass: value <= max }

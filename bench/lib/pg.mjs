@@ -90,7 +90,9 @@ export async function startPg({ server, cpu, fsync = true, maxConnections = 100 
   await admin.connect()
   await admin.query(`CREATE DATABASE ${BENCH_DATABASE}`)
   await admin.end()
-  if (statements) await query(url(BENCH_DATABASE), 'CREATE EXTENSION pg_stat_statements')
+  // in the maintenance database: the view shows every database's statements, and reading it
+  // from there adds nothing to authd_bench's
+  if (statements) await query(url(), 'CREATE EXTENSION pg_stat_statements')
   const version = (await query(url(), 'SHOW server_version'))[0].server_version
 
   return {
@@ -158,4 +160,32 @@ export function clusterCpuMs(postmasterPid) {
     byKind[kind] = (byKind[kind] ?? 0) + (t * 1000) / 100
   }
   return { ms: (ticks * 1000) / 100, byKind }
+}
+
+/**
+ * What the database did for authd between two snapshots (`statsSnapshot`, `statsSince`), read
+ * over `client` (a pg.Client on the maintenance database): the statements authd's database was
+ * sent (each one round trip; BEGIN and COMMIT count), their time in the server, and the WAL
+ * written. pg_stat_statements is reset by the snapshot.
+ */
+export async function statsSnapshot(client, statements) {
+  if (statements) await client.query('SELECT pg_stat_statements_reset()')
+  const [{ lsn }] = (await client.query('SELECT pg_current_wal_lsn() AS lsn')).rows
+  return { lsn, at: performance.now() }
+}
+
+export async function statsSince(client, statements, snap) {
+  const [{ wal }] = (await client.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::float8 AS wal', [snap.lsn])).rows
+  let rows = []
+  if (statements) {
+    rows = (
+      await client.query(
+        `SELECT query, calls::float8 AS calls, total_exec_time AS exec_ms, rows::float8 AS rows
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
+         ORDER BY calls DESC`,
+        [BENCH_DATABASE],
+      )
+    ).rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').trim(), calls: r.calls, execMs: r.exec_ms, rows: r.rows }))
+  }
+  return { walBytes: wal, statements: rows, calls: rows.reduce((a, r) => a + r.calls, 0), execMs: rows.reduce((a, r) => a + r.execMs, 0), ms: performance.now() - snap.at }
 }

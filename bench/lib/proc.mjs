@@ -1,6 +1,6 @@
 /** Child processes for the bench: CPU pinning with taskset, and one-line JSON outputs. */
 import { spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 
 export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0
@@ -81,4 +81,33 @@ export async function settle(pid, maxMs = 10_000) {
     if (now === null || now - before <= 2) return
     before = now
   }
+}
+
+/** CPU time (ms, user + system) so far of each thread of `pid`, from /proc: Map tid → ms */
+export function threadCpuMs(pid) {
+  const out = new Map()
+  let tids = []
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(tid), ((Number(f[11]) + Number(f[12])) * 1000) / 100)
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out
+}
+
+/** the CPU (ms) of `pid`'s main thread and of all its other threads between two threadCpuMs */
+export function threadCpuSince(pid, before, after) {
+  const main = (after.get(pid) ?? 0) - (before.get(pid) ?? 0)
+  let other = 0
+  for (const [tid, ms] of after) if (tid !== pid) other += ms - (before.get(tid) ?? 0)
+  return { main, other }
 }

@@ -145,6 +145,20 @@ export async function loginCookies({ url, n, emailOf, addressOf, password, cooki
   return out
 }
 
+/**
+ * Spends 127.0.0.1's login allowance (login.per_ip) on the daemon at `url` with malformed logins
+ * (400: counted by that limit alone, no hash), until one is refused: a 429 row then meets the
+ * limiter from its first request, however slowly a warm-up's real logins were hashed.
+ */
+export async function spendAllowance(url) {
+  for (let i = 0; i < 500; i++) {
+    const res = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    await res.arrayBuffer()
+    if (res.status === 429) return
+  }
+  throw new Error(`${url} did not refuse 127.0.0.1's logins after 500 of them`)
+}
+
 /** A port free right now on 127.0.0.1 */
 export function freePort() {
   return new Promise((resolve, reject) => {
