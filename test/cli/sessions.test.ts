@@ -44,7 +44,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   t.equal(one.stdout, `Revoked session ${a1.sessionId} of ann@example.com.\n`)
   await t.rejects(app.auth.me(`Bearer ${a1.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' })
   await t.rejects(app.auth.refresh(a1.refreshToken, client('203.0.113.7', 'x')), { code: 'INVALID_REFRESH_TOKEN' })
-  t.same(await app.auth.me(`Bearer ${a2.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false }, 'the other session lives')
+  t.same((await app.auth.me(`Bearer ${a2.accessToken}`)).user, { id: ann.id, email: 'ann@example.com', mfaEnabled: false }, 'the other session lives')
 
   const again = await ctl(['sessions', 'revoke', a1.sessionId])
   t.equal(again.code, 1)
@@ -67,7 +67,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   const unconfirmed = await ctl(['sessions', 'revoke', '--all'])
   t.equal(unconfirmed.code, 2)
   t.equal(unconfirmed.stderr, 'authctl: Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).\n')
-  t.same(await app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'nothing was revoked')
+  t.same((await app.auth.me(`Bearer ${b1.accessToken}`)).user, { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'nothing was revoked')
   // --yes is required even where a terminal could have been asked (README, "Administer with authctl": `--all --yes`)
   let asked = false
   const confirmingTerminal = async (): Promise<void> => {
@@ -76,7 +76,7 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
   const terminalDeps = { confirm: confirmingTerminal } as unknown as StoreDeps
   await t.rejects(sessionsRevoke(terminalDeps, { all: true, yes: false }), { name: 'UsageError' })
   t.notOk(asked, 'not asked: refused before any question')
-  t.same(await app.auth.me(`Bearer ${b1.accessToken}`), { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'still nothing was revoked')
+  t.same((await app.auth.me(`Bearer ${b1.accessToken}`)).user, { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'still nothing was revoked')
 
   const all = await ctl(['sessions', 'revoke', '--all', '--yes'])
   t.equal(all.code, 0)

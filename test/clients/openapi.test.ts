@@ -14,6 +14,8 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { errorRegistry } from '../../src/core/errors.js'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
+import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { switchable } from '../helpers/unavailable-store.js'
 import { startAuthd } from './daemon.js'
 
 type Obj = Record<string, any>
@@ -100,11 +102,6 @@ function checkAny(t: Test, name: string, reply: Reply, context: string): void {
 /** Documented (operation, status) pairs no test can reach on a healthy daemon, and why */
 const UNREACHABLE: Record<string, string> = {
   '500': 'an unexpected fault; the registry and the error handler are tested in test/http',
-  'POST /api/auth/login 503': 'needs more than 512 password hashes queued at once',
-  'POST /api/auth/register 503': 'needs more than 512 password hashes queued at once',
-  'POST /api/auth/password 503': 'needs more than 512 password hashes queued at once',
-  'POST /api/auth/mfa/totp/disable 503': 'needs more than 512 password hashes queued at once',
-  'POST /api/auth/mfa/recovery-codes 503': 'needs more than 512 password hashes queued at once',
 }
 
 const ORIGIN = 'http://app.example.test'
@@ -435,6 +432,46 @@ t.test('readyz while draining matches the description', async (t) => {
   app.setReady(false)
   const r = check(t, 'GET', '/readyz', await call(app.url, 'GET', '/readyz'))
   t.equal(r.status, 503)
+})
+
+t.test('while the store does not answer, every operation that needs it gives its documented 503', async (t) => {
+  // a real store made to reject as an unreachable database does (test/http/store-unavailable.test.ts)
+  const real = await openLmdbStore({ path: t.testdir() })
+  t.teardown(() => real.close())
+  const s = switchable(real)
+  const app = await startServer(t, { store: s.store })
+  const url = app.url
+  const reg = await call(url, 'POST', '/api/auth/register', json({ email: 'zed@example.com', password: PASSWORD }))
+  const jar = new CookieJar('__Host-authd_rt')
+  jar.take(reg)
+  const bearer = { authorization: `Bearer ${reg.body.data.accessToken as string}` }
+  // a second factor on, for an mfaToken to present
+  const secret = (await call(url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer })).body.data.secret as string
+  t.equal((await call(url, 'POST', '/api/auth/mfa/totp/confirm', { ...json({ code: codeAt(secret, stepAt(Date.now())) }), headers: bearer })).status, 200)
+  const mfaToken = (await call(url, 'POST', '/api/auth/login', json({ email: 'zed@example.com', password: PASSWORD }))).body.data.mfaToken as string
+  s.down = true
+  const ops: Array<[string, string, Parameters<typeof call>[3]]> = [
+    ['POST', '/api/auth/register', json({ email: 'yan@example.com', password: PASSWORD })],
+    ['POST', '/api/auth/login', json({ email: 'zed@example.com', password: PASSWORD })],
+    ['POST', '/api/auth/login/mfa', json({ mfaToken, code: '123456' })],
+    ['GET', '/api/auth/me', { headers: bearer }],
+    ['POST', '/api/auth/mfa/totp/setup', { headers: bearer }],
+    ['POST', '/api/auth/mfa/totp/confirm', { ...json({ code: '123456' }), headers: bearer }],
+    ['POST', '/api/auth/mfa/totp/disable', { ...json({ password: PASSWORD }), headers: bearer }],
+    ['POST', '/api/auth/mfa/recovery-codes', { ...json({ password: PASSWORD }), headers: bearer }],
+    ['POST', '/api/auth/refresh', { headers: jar.header() }],
+    ['POST', '/api/auth/logout', { headers: jar.header() }],
+    ['POST', '/api/auth/password', { ...json({ currentPassword: PASSWORD, newPassword: 'another fine password' }), headers: bearer }],
+    ['GET', '/api/auth/sessions', { headers: bearer }],
+    ['DELETE', '/api/auth/sessions/{id}', { headers: bearer }],
+    ['GET', '/.well-known/jwks.json', {}],
+    ['GET', '/readyz', {}],
+  ]
+  for (const [method, path, opts] of ops) {
+    const r = check(t, method, path, await call(url, method, path.replace('{id}', 'some-session'), opts))
+    t.equal(r.status, 503, `${method} ${path}`)
+    t.equal(r.body.message, path === '/readyz' ? 'Not ready' : 'Service unavailable')
+  }
 })
 
 t.test('every documented status was seen, except the unreachable ones named here', async (t) => {

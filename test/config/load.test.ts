@@ -31,7 +31,7 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
   t.equal(file, null)
   t.same(config, {
     server: { host: '127.0.0.1', port: 8080, trustProxy: [], bodyLimit: 16_384, publicUrl: 'http://127.0.0.1:8080', socket: null },
-    store: { path: join(cwd, 'data') },
+    store: { path: join(cwd, 'data'), backend: 'lmdb', url: '', poolSize: 10 },
     tokens: { algorithm: 'ES256', accessTtlMs: 900_000, issuer: 'authd', audience: 'authd', clockToleranceMs: 5_000, keyLeadMs: 300_000 },
     sessions: { idleTtlMs: 7 * 86_400_000, absoluteTtlMs: 30 * 86_400_000, reuseGraceMs: 10_000, maxPerUser: 50 },
     cookie: { name: '__Host-authd_rt', secure: true, sameSite: 'Strict', path: '/' },
@@ -49,6 +49,7 @@ t.test('with nothing configured, gives the built-in defaults', async (t) => {
       mfa: { perUser: { count: 5, windowMs: 900_000, text: '5/15m' } },
       maxKeys: 100_000,
     },
+    audit: { retentionMs: 90 * 86_400_000 },
     registration: { enabled: true },
     mfa: { issuer: 'authd' },
     log: { level: 'info' },

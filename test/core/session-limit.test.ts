@@ -49,8 +49,8 @@ t.test('a login beyond max_per_user ends the session with the oldest last use, a
 
   await t.rejects(app.auth.me(`Bearer ${second.accessToken}`), { code: 'INVALID_ACCESS_TOKEN' }, "the ended session's access token stops working")
   await t.rejects(app.auth.refresh(second.refreshToken, client), { code: 'INVALID_REFRESH_TOKEN' }, 'and its refresh token')
-  t.same(await app.auth.me(`Bearer ${fourth.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
-  t.same(await app.auth.me(`Bearer ${firstRefreshed.accessToken}`), { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
+  t.same((await app.auth.me(`Bearer ${fourth.accessToken}`)).user, { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
+  t.same((await app.auth.me(`Bearer ${firstRefreshed.accessToken}`)).user, { id: ann.id, email: 'ann@example.com', mfaEnabled: false })
 
   const evicts = app.logs.lines.filter((l) => l.event === 'session_evict')
   t.match(evicts, [{ level: 'info', event: 'session_evict', sessionId: second.sessionId, userId: ann.id }], 'one info line names the session and the user')
