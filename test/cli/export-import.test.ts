@@ -3,12 +3,13 @@
  * dist/) on real LMDB data directories: a store moved through an export keeps every record, and
  * the refresh cookies and access tokens issued before keep working on a daemon started on it.
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
-import { ctlFor, PASSWORD } from './run.js'
+import { pgDatabase } from '../helpers/pg.js'
+import { ctlFor, PASSWORD, runCtl } from './run.js'
 
 const COOKIE = '__Host-authd_rt'
 
@@ -35,6 +36,7 @@ function recordsOf(file: string): Array<Record<string, unknown>> {
 
 /** a store with users (one disabled), sessions and a rotated key, made through authd and authctl */
 async function populated(t: Test, dir: string) {
+  mkdirSync(dir, { mode: 0o700 })
   const daemon = await spawnDaemon(t, dir)
   const ann = signed(await call(daemon.url, 'POST', '/api/auth/register', { json: { email: 'ann@example.com', password: PASSWORD } }))
   const bob = signed(await call(daemon.url, 'POST', '/api/auth/register', { json: { email: 'bob@example.com', password: PASSWORD } }))
@@ -57,13 +59,13 @@ t.test('export, then import into a new data directory: the same store, and token
   t.equal(exported.stderr, '')
   const doc = exported.json()
   t.match(doc, { file, backend: 'lmdb', users: 3, sessions: 3, keys: 2, bytes: statSync(file).size })
-  t.ok(doc.auditEvents > 0, 'the audit log is in it')
+  t.equal(doc.auditEvents, recordsOf(file).filter((r) => r.type === 'audit').length, 'the audit log is in it')
   t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only: it holds hashes and private keys')
   await daemon.stop()
 
   // into a data directory that does not exist yet
   const dst = join(base, 'dst')
-  const after = ctlFor(dst)
+  const after = ctlFor(dst, { cwd: base })
   const imported = await after(['import', file, '--json'])
   t.equal(imported.code, 0, imported.stderr)
   t.same(imported.json(), { file, store: dst, users: 3, sessions: 3, keys: 2 })
@@ -91,10 +93,43 @@ t.test('export, then import into a new data directory: the same store, and token
     const refreshed = await call(moved.url, 'POST', '/api/auth/refresh', { headers: s.jar.header() })
     t.equal(refreshed.status, 200, `${name}'s refresh cookie from before the export refreshes`)
   }
-  const cat = await call(moved.url, 'POST', '/api/auth/login', { json: { email: 'cat@example.com', password: PASSWORD } })
-  t.equal(cat.status, 403, 'a disabled user stays disabled')
+  t.equal((await after(['user', 'show', 'cat@example.com', '--json'])).json().user.disabled, true, 'a disabled user stays disabled')
   const annAgain = await call(moved.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   t.equal(annAgain.status, 200, 'the password hashes came along')
+})
+
+t.test('one VM to several: exported from LMDB, imported into PostgreSQL, tokens issued before work on a daemon there', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const { daemon, ann, bob } = await populated(t, src)
+  const file = join(base, 'authd.export')
+  t.equal((await ctlFor(src)(['export', file])).code, 0)
+  await daemon.stop()
+
+  // the config change of the README: store.backend and store.url (here through the environment)
+  const PG = { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: db.url }
+  const pg = (args: string[]) => runCtl(args, { cwd: base, env: PG })
+  const imported = await pg(['import', file, '--json'])
+  t.equal(imported.code, 0, imported.stderr)
+  t.match(imported.json(), { file, users: 3, sessions: 3, keys: 2 })
+  for (const args of [['user', 'list'], ['sessions', 'list'], ['keys', 'list']]) {
+    t.same((await pg([...args, '--json'])).json(), (await ctlFor(src)([...args, '--json'])).json(), `${args.join(' ')}: the same`)
+  }
+  const again = join(base, 'again.export')
+  t.equal((await pg(['export', again])).code, 0)
+  t.same(recordsOf(again).slice(0, -1), recordsOf(file), 'every record as it was exported from LMDB')
+  t.same((await pg(['audit', 'verify', '--json'])).json().ok, true)
+  t.equal((await pg(['import', file])).code, 1, 'a second import is refused: the database has users now')
+
+  const moved = await spawnDaemon(t, base, PG)
+  for (const [name, s] of [['ann', ann], ['bob', bob]] as const) {
+    const me = await call(moved.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
+    t.equal(me.status, 200, `${name}'s access token from before the move verifies`)
+    const refreshed = await call(moved.url, 'POST', '/api/auth/refresh', { headers: s.jar.header() })
+    t.equal(refreshed.status, 200, `${name}'s refresh cookie from before the move refreshes`)
+  }
 })
 
 t.test('export never writes over an existing file', async (t) => {
@@ -122,12 +157,12 @@ t.test('export never writes over an existing file', async (t) => {
 t.test('import refuses a store that already has users, and writes nothing', async (t) => {
   const base = t.testdir()
   const src = join(base, 'src')
-  const ctlSrc = ctlFor(src)
+  const ctlSrc = ctlFor(src, { cwd: base })
   t.equal((await ctlSrc(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   const file = join(base, 'authd.export')
   t.equal((await ctlSrc(['export', file])).code, 0)
   const dst = join(base, 'dst')
-  const ctl = ctlFor(dst)
+  const ctl = ctlFor(dst, { cwd: base })
   t.equal((await ctl(['user', 'add', 'zed@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   const auditBefore = (await ctl(['audit', 'list', '--json'])).json()
   const r = await ctl(['import', file])
@@ -141,7 +176,7 @@ t.test('import refuses a store that already has users, and writes nothing', asyn
 t.test('import refuses a damaged or truncated file, naming the line, and creates nothing', async (t) => {
   const base = t.testdir()
   const src = join(base, 'src')
-  const ctlSrc = ctlFor(src)
+  const ctlSrc = ctlFor(src, { cwd: base })
   for (const email of ['ann@example.com', 'bob@example.com']) {
     t.equal((await ctlSrc(['user', 'add', email, '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   }
@@ -149,7 +184,7 @@ t.test('import refuses a damaged or truncated file, naming the line, and creates
   t.equal((await ctlSrc(['export', file])).code, 0)
   const lines = readFileSync(file, 'utf8').split('\n')
   const dst = join(base, 'dst')
-  const ctl = ctlFor(dst)
+  const ctl = ctlFor(dst, { cwd: base })
 
   const garbled = join(base, 'garbled.export')
   writeFileSync(garbled, [...lines.slice(0, 2), lines[2]!.slice(0, 20) + '#' + lines[2]!.slice(21), ...lines.slice(3)].join('\n'))
@@ -179,7 +214,7 @@ t.test('import refuses a damaged or truncated file, naming the line, and creates
   t.match(s.stderr, new RegExp(`^authctl: Cannot import ${bad}: line 2 of the export: .*passwordHash.*; nothing was written\\.\\n$`))
   t.same((await ctl(['user', 'list', '--json'])).json().users, [], 'nothing was imported')
 
-  const none = await ctlFor(join(base, 'other'))(['import', join(base, 'no-such.export')])
+  const none = await ctlFor(join(base, 'other'), { cwd: base })(['import', join(base, 'no-such.export')])
   t.equal(none.code, 1)
   t.equal(none.stderr, `authctl: No file ${join(base, 'no-such.export')}.\n`)
   t.notOk(existsSync(join(base, 'other')), 'no data directory was made for a file that is no export')
