@@ -8,7 +8,7 @@ import autocannon from 'autocannon'
 const spec = JSON.parse(process.argv[2])
 const opts = {
   // the request target goes in the URL (autocannon's per-request path is for `requests` only)
-  url: spec.kind === 'tokens' || spec.kind === 'login' ? spec.url : spec.url + (spec.path ?? '/'),
+  url: spec.kind === 'tokens' || spec.kind === 'login' || spec.kind === 'refresh' ? spec.url : spec.url + (spec.path ?? '/'),
   connections: spec.connections,
   duration: spec.seconds,
   timeout: 5,
@@ -37,6 +37,34 @@ if (spec.kind === 'tokens') {
         n = (n + 1) % 4064
         const body = JSON.stringify({ email: `bench-login-${n % spec.users}@bench.test`, password: spec.password })
         return { ...req, body, headers: { ...req.headers, 'content-type': 'application/json', 'x-forwarded-for': `10.9.${n >> 8}.${(n & 255) + 1}` } }
+      },
+    },
+  ]
+} else if (spec.kind === 'refresh') {
+  // as bench/wrk/refresh.lua: every token used once, its successor back in the queue
+  const queue = readFileSync(spec.tokensFile, 'utf8').split('\n').filter((l) => l !== '')
+  const prefix = `${spec.cookieName}=`
+  let n = 0
+  opts.requests = [
+    {
+      method: 'POST',
+      path: '/api/auth/refresh',
+      setupRequest: (req) => {
+        n = (n + 1) % 4064
+        const headers = { ...req.headers, 'content-type': 'application/json', 'x-forwarded-for': `10.8.${n >> 8}.${(n & 255) + 1}` }
+        const token = queue.shift()
+        if (token !== undefined) headers.cookie = prefix + token
+        return { ...req, body: '{}', headers }
+      },
+      onResponse: (status, _body, _context, headers) => {
+        if (status !== 200) return
+        // autocannon gives the headers as a flat [name, value, name, value, …] list
+        for (let i = 0; i + 1 < headers.length; i += 2) {
+          if (String(headers[i]).toLowerCase() === 'set-cookie' && String(headers[i + 1]).startsWith(prefix)) {
+            queue.push(String(headers[i + 1]).slice(prefix.length).split(';')[0])
+            return
+          }
+        }
       },
     },
   ]

@@ -24,8 +24,9 @@ export function chooseGenerator(log) {
 
 /**
  * One load run.
- * spec: { url, path, kind: 'static' | 'tokens' | 'login', method, headers, body, tokensFile,
- *         password, users (login), connections, seconds, cpu }
+ * spec: { url, path, kind: 'static' | 'tokens' | 'login' | 'refresh', method, headers, body,
+ *         tokensFile (tokens, refresh), cookieName (refresh), password, users (login),
+ *         connections, seconds, cpu }
  */
 export async function load(generator, spec) {
   return generator === 'wrk' ? wrk(spec) : autocannon(spec)
@@ -36,6 +37,7 @@ async function wrk(spec) {
   for (const [k, v] of Object.entries(spec.headers ?? {})) argv.push('-H', `${k}: ${v}`)
   const url = spec.url + (spec.path ?? '/')
   if (spec.kind === 'tokens') argv.push('-s', WRK_DIR + 'tokens.lua', url, '--', spec.tokensFile)
+  else if (spec.kind === 'refresh') argv.push('-s', WRK_DIR + 'refresh.lua', url, '--', spec.tokensFile, spec.cookieName)
   else if (spec.kind === 'login') argv.push('-s', WRK_DIR + 'login.lua', url, '--', spec.password, String(spec.users))
   else argv.push('-s', WRK_DIR + 'static.lua', url, '--', spec.method ?? 'GET', spec.body ?? '')
   const r = lastJson(await run(pinned(spec.cpu, argv)), 'BENCH ')

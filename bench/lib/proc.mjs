@@ -1,6 +1,6 @@
 /** Child processes for the bench: CPU pinning with taskset, and one-line JSON outputs. */
 import { spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 
 export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0
@@ -8,12 +8,15 @@ export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio
 /**
  * Which cores the server side and the load generator get. With two or more cores and taskset,
  * the server (authd, the bare server, the raw baselines) runs on the last core and the load
- * generator on the first, so they never take each other's time.
+ * generator on the first, so they never take each other's time. The PostgreSQL server (`db`)
+ * gets the core before the last when there are three or more; on two it shares the server's
+ * core, so authd and its database together have the one core LMDB's authd has, and the load
+ * generator keeps its own.
  */
 export function cpuPlan() {
   const n = os.availableParallelism()
-  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, all: null, cores: n }
-  return { pinned: true, server: n - 1, load: 0, all: `0-${n - 1}`, cores: n }
+  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, db: null, all: null, cores: n }
+  return { pinned: true, server: n - 1, load: 0, db: n >= 3 ? n - 2 : n - 1, all: `0-${n - 1}`, cores: n }
 }
 
 /** argv prefixed with `taskset -c <cpu>` (a core, or a list like `0-1`) when pinning */
@@ -78,4 +81,33 @@ export async function settle(pid, maxMs = 10_000) {
     if (now === null || now - before <= 2) return
     before = now
   }
+}
+
+/** CPU time (ms, user + system) so far of each thread of `pid`, from /proc: Map tid → ms */
+export function threadCpuMs(pid) {
+  const out = new Map()
+  let tids = []
+  try {
+    tids = readdirSync(`/proc/${pid}/task`)
+  } catch {
+    return out
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      out.set(Number(tid), ((Number(f[11]) + Number(f[12])) * 1000) / 100)
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out
+}
+
+/** the CPU (ms) of `pid`'s main thread and of all its other threads between two threadCpuMs */
+export function threadCpuSince(pid, before, after) {
+  const main = (after.get(pid) ?? 0) - (before.get(pid) ?? 0)
+  let other = 0
+  for (const [tid, ms] of after) if (tid !== pid) other += ms - (before.get(tid) ?? 0)
+  return { main, other }
 }

@@ -5,10 +5,10 @@
 import { spawn } from 'node:child_process'
 import { get } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { pinned, sleep } from './proc.mjs'
+import { pinned, run, sleep } from './proc.mjs'
 
 const dist = (root, path) => import(pathToFileURL(join(root, 'dist', path)).href)
 
@@ -16,6 +16,8 @@ export const PASSWORD = 'correct horse battery staple 42'
 /** accounts the login rows spread over: bench-login-<n>@bench.test */
 export const LOGIN_USERS = 64
 export const loginEmail = (n) => `bench-login-${n}@bench.test`
+/** the store's other accounts, user-00000@bench.test …, each with a share of the sessions */
+export const userEmail = (n) => `user-${String(n).padStart(5, '0')}@bench.test`
 
 /**
  * Fills `dir`: `users` users, `tokens` sessions spread over them with one access token each, and
@@ -36,7 +38,7 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
     // one real hash at the configured parameters, shared by every account
     const passwordHash = await s.hasher.hash(PASSWORD)
     const mk = (email) => ({ id: newUserId(), email, passwordHash, createdAt: now, updatedAt: now, disabled: false })
-    const people = Array.from({ length: users }, (_, i) => mk(`user-${String(i).padStart(5, '0')}@bench.test`))
+    const people = Array.from({ length: users }, (_, i) => mk(userEmail(i)))
     const logins = Array.from({ length: LOGIN_USERS }, (_, i) => mk(loginEmail(i)))
     await Promise.all([...logins, ...people].map((u) => s.store.createUser(u)))
 
@@ -78,6 +80,7 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
       issuer: t.issuer,
       audience: t.audience,
       algorithm: t.algorithm,
+      cookieName: config.cookie.name,
       hash: { memoryKib: config.passwords.memoryKib, timeCost: config.passwords.timeCost, parallelism: config.passwords.parallelism },
     }
   } finally {
@@ -96,6 +99,64 @@ export function unitEnvironment(root) {
     if (m !== null) env[m[1]] = m[2]
   }
   return env
+}
+
+/**
+ * The store in `dir` (LMDB) copied into the PostgreSQL database at `url`, the way an operator
+ * moves from one VM to several: the real `authctl export`, then `authctl import` with
+ * `store.backend = "postgres"`. The same users, sessions and keys: the tokens minted for the
+ * LMDB store verify against the PostgreSQL one. Resolves to the environment that points authd
+ * and authctl at the database.
+ */
+export async function moveToPg({ root, dir, work, env, url, poolSize }) {
+  const file = join(work, 'store.export')
+  const authctl = (args, e) => run([process.execPath, join(root, 'bin/authctl.js'), ...args], { cwd: work, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...e } })
+  await authctl(['--data', dir, 'export', file], env)
+  const pgEnv = { ...env, AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: url, AUTHD_STORE_POOL_SIZE: String(poolSize) }
+  // store.path is not used with PostgreSQL; the daemon still runs in it
+  mkdirSync(join(work, 'pg-data'), { mode: 0o700 })
+  await authctl(['--data', join(work, 'pg-data'), 'import', file], pgEnv)
+  return pgEnv
+}
+
+/**
+ * `n` sessions made by logging in over HTTP as `emailOf(0 … n-1)` (each from its own
+ * X-Forwarded-For address, `addressOf(i)`), `concurrency` at a time: their refresh cookies'
+ * values, for the refresh row.
+ */
+export async function loginCookies({ url, n, emailOf, addressOf, password, cookieName, concurrency = 4 }) {
+  const out = new Array(n)
+  let next = 0
+  const worker = async () => {
+    while (next < n) {
+      const i = next++
+      const res = await fetch(`${url}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': addressOf(i) },
+        body: JSON.stringify({ email: emailOf(i), password }),
+      })
+      await res.arrayBuffer()
+      const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${cookieName}=`))
+      if (res.status !== 200 || cookie === undefined) throw new Error(`login as ${emailOf(i)} answered ${res.status} without a refresh cookie`)
+      out[i] = cookie.slice(cookieName.length + 1).split(';')[0]
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return out
+}
+
+/**
+ * Spends 127.0.0.1's login allowance (login.per_ip) on the daemon at `url` with malformed logins
+ * (400: counted by that limit alone, no hash), until one is refused: a 429 row then meets the
+ * limiter from its first request, however slowly a warm-up's real logins were hashed.
+ */
+export async function spendAllowance(url) {
+  for (let i = 0; i < 500; i++) {
+    const res = await fetch(`${url}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    await res.arrayBuffer()
+    if (res.status === 429) return
+  }
+  throw new Error(`${url} did not refuse 127.0.0.1's logins after 500 of them`)
 }
 
 /** A port free right now on 127.0.0.1 */
@@ -124,7 +185,13 @@ export async function startDaemon({ root, dir, env, cpu, logFile, nodeArgs = [],
   const proc = spawn(argv[0], argv.slice(1), { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', fd, fd] })
   closeSync(fd)
   let exited = false
-  proc.once('exit', () => (exited = true))
+  // a bench that fails part-way leaves no daemon behind
+  const orphan = () => proc.kill('SIGKILL')
+  process.on('exit', orphan)
+  proc.once('exit', () => {
+    exited = true
+    process.off('exit', orphan)
+  })
   const stop = () =>
     new Promise((resolve) => {
       if (exited) return resolve()
@@ -148,6 +215,9 @@ export async function startBare({ root, cpu, verifyKeyFile }) {
   const args = verifyKeyFile === undefined ? [] : ['--verify', verifyKeyFile]
   const argv = pinned(cpu, [process.execPath, join(root, 'bench/bare-server.mjs'), ...args])
   const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+  const orphan = () => proc.kill('SIGKILL')
+  process.on('exit', orphan)
+  proc.once('exit', () => process.off('exit', orphan))
   const port = await new Promise((resolve, reject) => {
     let out = ''
     proc.stdout.on('data', (c) => {
