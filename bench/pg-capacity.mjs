@@ -246,11 +246,11 @@ lines.push(
 )
 for (const r of Object.values(results)) {
   lines.push(
-    `| ${r.name} | ${r.connections} conn. | ${f0(r.rps)}/s, p99 ${r.p99Ms.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} | ${f2(r.roundTrips)} | ${f0(r.dbCpuUs)} µs | ${f0(r.dbExecUs)} µs | ${Math.round(r.walBytes).toLocaleString("en-US")} B | ${r.busyConnections.toFixed(1)} | ${f0(r.authdMainUs)} µs | ${f0(r.authdOtherUs)} µs |`,
+    `| ${r.name} | ${r.connections} conn. | ${f0(r.rps)}/s, p99 ${r.p99Ms.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} | ${f2(r.roundTrips)} | ${f0(r.dbCpuUs)} µs | ${f0(r.dbExecUs)} µs | ${Math.round(r.walBytes).toLocaleString('en-US')} B | ${r.busyConnections.toFixed(1)} | ${f0(r.authdMainUs)} µs | ${f0(r.authdOtherUs)} µs |`,
   )
 }
 lines.push(
-  `| mix (${mixKinds.map((k) => `${k} ${MIX[k]}`).join(', ')}) | | | ${f2(mix.roundTrips)} | ${f0(mix.dbCpuUs)} µs | ${f0(mix.dbExecUs)} µs | ${Math.round(mix.walBytes).toLocaleString("en-US")} B | | ${f0(mix.authdMainUs)} µs | ${f0(mix.authdOtherUs)} µs |`,
+  `| mix (${mixKinds.map((k) => `${k} ${MIX[k]}`).join(', ')}) | | | ${f2(mix.roundTrips)} | ${f0(mix.dbCpuUs)} µs | ${f0(mix.dbExecUs)} µs | ${Math.round(mix.walBytes).toLocaleString('en-US')} B | | ${f0(mix.authdMainUs)} µs | ${f0(mix.authdOtherUs)} µs |`,
   '',
   `At rest, per second: ${f2(idlePerMs.calls * 1000)} round trips and ${f0(idlePerMs.dbCpuMs * 1000)} ms of database CPU (authd's polls and PostgreSQL's own background work).`,
   '',
