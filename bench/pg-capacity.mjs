@@ -19,7 +19,7 @@
  * off. Then, for primaries of several sizes: requests a second of each kind and of a mix at a
  * stated utilisation, and how many authd instances that is.
  *
- *   node bench/pg-capacity.mjs [--seconds 5] [--no-build] [--pg-fsync on|off] [--pg-pool 10]
+ *   node bench/pg-capacity.mjs [--seconds 5] [--no-build] [--pg-fsync on|off] [--pg-pool 10] [--pg-cpu auto|server|load|N]
  *       [--cores 2,4,8,16] [--utilisation 0.7] [--mix me=80,refresh=15,login=4,refused=1] [--out FILE]
  *
  * Prints a Markdown section (the one in docs/scaling.md) and writes the figures as JSON
@@ -34,7 +34,7 @@ import { parseArgs } from 'node:util'
 import pg from 'pg'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { clusterCpuMs, pgServer, startPg, statsSince, statsSnapshot } from './lib/pg.mjs'
-import { cpuPlan, run, settle, sleep, threadCpuMs, threadCpuSince } from './lib/proc.mjs'
+import { cpuPlan, dbCpu, run, settle, sleep, threadCpuMs, threadCpuSince } from './lib/proc.mjs'
 import { LOGIN_USERS, loginCookies, loginEmail, moveToPg, PASSWORD, prepare, scrape, spendAllowance, startDaemon, unitEnvironment, userEmail } from './lib/setup.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -43,6 +43,7 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string', default: '5' },
     'no-build': { type: 'boolean', default: false },
     'pg-fsync': { type: 'string', default: 'on' },
+    'pg-cpu': { type: 'string', default: 'auto' },
     'pg-pool': { type: 'string', default: '10' },
     cores: { type: 'string', default: '2,4,8,16' },
     utilisation: { type: 'string', default: '0.7' },
@@ -83,7 +84,7 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }))
 const env = { ...unitEnvironment(ROOT), AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
 log('preparing the store and PostgreSQL')
 const data = await prepare({ root: ROOT, dir: join(work, 'data'), work, env, users: USERS, tokens: 3 * VERIFIED_TOKENS_CACHED })
-const db = await startPg({ server, cpu: cpus.db, fsync: opts['pg-fsync'] === 'on' })
+const db = await startPg({ server, cpu: dbCpu(cpus, opts['pg-cpu']), fsync: opts['pg-fsync'] === 'on' })
 const pgEnv = await moveToPg({ root: ROOT, dir: join(work, 'data'), work, env, url: db.url('authd_bench'), poolSize: POOL })
 const daemon = await startDaemon({ root: ROOT, dir: join(work, 'pg-data'), env: pgEnv, cpu: cpus.server, logFile: join(work, 'authd.log') })
 const stats = new pg.Client({ host: db.sock, user: 'postgres', database: 'postgres' })
@@ -237,7 +238,7 @@ const f2 = (n) => n.toFixed(2)
 const lines = []
 lines.push(
   `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC with \`node bench/pg-capacity.mjs\` on ${os.cpus()[0]?.model ?? 'unknown'} (\`nproc\` ${cpus.cores}, Linux ${os.release()}), ` +
-    `PostgreSQL ${db.version} (fsync ${db.fsync ? 'on' : 'off'}, on cpu ${cpus.db ?? 'any'}), authd with \`store.pool_size = ${POOL}\` on cpu ${cpus.server ?? 'any'}, ${generator} on cpu ${cpus.load ?? 'any'}; ` +
+    `PostgreSQL ${db.version} (fsync ${db.fsync ? 'on' : 'off'}, on cpu ${db.cpu ?? 'any'}), authd with \`store.pool_size = ${POOL}\` on cpu ${cpus.server ?? 'any'}, ${generator} on cpu ${cpus.load ?? 'any'}; ` +
     `${SECONDS} s of each kind, what the database and authd did at rest over the same time taken off.`,
   '',
   '| request | load | measured | round trips | DB CPU | DB time | WAL | busy connections | authd event loop | authd other threads |',
@@ -245,11 +246,11 @@ lines.push(
 )
 for (const r of Object.values(results)) {
   lines.push(
-    `| ${r.name} | ${r.connections} conn. | ${f0(r.rps)}/s, p99 ${r.p99Ms.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} | ${f2(r.roundTrips)} | ${f0(r.dbCpuUs)} µs | ${f0(r.dbExecUs)} µs | ${f0(r.walBytes)} B | ${r.busyConnections.toFixed(1)} | ${f0(r.authdMainUs)} µs | ${f0(r.authdOtherUs)} µs |`,
+    `| ${r.name} | ${r.connections} conn. | ${f0(r.rps)}/s, p99 ${r.p99Ms.toFixed(1)} ms${r.errors ? `, ${r.errors} errors` : ''} | ${f2(r.roundTrips)} | ${f0(r.dbCpuUs)} µs | ${f0(r.dbExecUs)} µs | ${Math.round(r.walBytes).toLocaleString('en-US')} B | ${r.busyConnections.toFixed(1)} | ${f0(r.authdMainUs)} µs | ${f0(r.authdOtherUs)} µs |`,
   )
 }
 lines.push(
-  `| mix (${mixKinds.map((k) => `${k} ${MIX[k]}`).join(', ')}) | | | ${f2(mix.roundTrips)} | ${f0(mix.dbCpuUs)} µs | ${f0(mix.dbExecUs)} µs | ${f0(mix.walBytes)} B | | ${f0(mix.authdMainUs)} µs | ${f0(mix.authdOtherUs)} µs |`,
+  `| mix (${mixKinds.map((k) => `${k} ${MIX[k]}`).join(', ')}) | | | ${f2(mix.roundTrips)} | ${f0(mix.dbCpuUs)} µs | ${f0(mix.dbExecUs)} µs | ${Math.round(mix.walBytes).toLocaleString('en-US')} B | | ${f0(mix.authdMainUs)} µs | ${f0(mix.authdOtherUs)} µs |`,
   '',
   `At rest, per second: ${f2(idlePerMs.calls * 1000)} round trips and ${f0(idlePerMs.dbCpuMs * 1000)} ms of database CPU (authd's polls and PostgreSQL's own background work).`,
   '',
@@ -276,7 +277,7 @@ writeFileSync(
     {
       date: new Date().toISOString(),
       machine: { cpuModel: os.cpus()[0]?.model ?? 'unknown', nproc: cpus.cores, kernel: os.release(), node: process.version },
-      method: { generator, seconds: SECONDS, pinned: cpus.pinned ? { server: cpus.server, load: cpus.load, db: cpus.db } : false, postgres: db.version, fsync: db.fsync, poolSize: POOL, utilisation: UTIL },
+      method: { generator, seconds: SECONDS, pinned: cpus.pinned ? { server: cpus.server, load: cpus.load, db: db.cpu } : false, postgres: db.version, fsync: db.fsync, poolSize: POOL, utilisation: UTIL },
       idlePerSecond: Object.fromEntries(Object.entries(idlePerMs).map(([k, v]) => [k, v * 1000])),
       results,
       mix,

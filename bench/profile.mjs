@@ -9,7 +9,7 @@
  * and the statements authd sent (pg_stat_statements), with their time in the server.
  *
  *   node bench/profile.mjs me|me-distinct|login|login-429|refresh [--backend lmdb|postgres]
- *       [--seconds 8] [--out DIR]
+ *       [--pg-cpu auto|server|load|N] [--seconds 8] [--out DIR]
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -21,7 +21,7 @@ import pg from 'pg'
 import { summarise } from './lib/cpuprofile.mjs'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { clusterCpuMs, pgServer, startPg, statsSince, statsSnapshot } from './lib/pg.mjs'
-import { cpuPlan, run, threadCpuMs, threadCpuSince } from './lib/proc.mjs'
+import { cpuPlan, dbCpu, run, threadCpuMs, threadCpuSince } from './lib/proc.mjs'
 import { LOGIN_USERS, loginCookies, loginEmail, moveToPg, PASSWORD, prepare, spendAllowance, startDaemon, unitEnvironment, userEmail } from './lib/setup.mjs'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -33,6 +33,7 @@ const { values: opts, positionals } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     backend: { type: 'string', default: 'lmdb' },
     'pg-fsync': { type: 'string', default: 'on' },
+    'pg-cpu': { type: 'string', default: 'auto' },
   },
 })
 const kind = positionals[0] ?? 'me'
@@ -57,7 +58,7 @@ const work = mkdtempSync(join(os.tmpdir(), 'authd-profile-'))
 process.on('exit', () => rmSync(work, { recursive: true, force: true }))
 const env = { ...unitEnvironment(ROOT), AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
 const data = await prepare({ root: ROOT, dir: join(work, 'data'), work, env, users: 1000, tokens: kind === 'me-distinct' ? 12_288 : 100 })
-const db = onPg ? await startPg({ server, cpu: cpus.db, fsync: opts['pg-fsync'] === 'on' }) : null
+const db = onPg ? await startPg({ server, cpu: dbCpu(cpus, opts['pg-cpu']), fsync: opts['pg-fsync'] === 'on' }) : null
 const daemonEnv = onPg ? await moveToPg({ root: ROOT, dir: join(work, 'data'), work, env, url: db.url('authd_bench'), poolSize: 10 }) : env
 const profDir = join(work, 'prof')
 const daemon = await startDaemon({

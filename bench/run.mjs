@@ -23,7 +23,8 @@
  * --generator autocannon (use the fallback load generator even where wrk is installed),
  * --no-postgres (skip the PostgreSQL rows), --pg-fsync on|off (on: PostgreSQL's durable
  * defaults; off: fsync, synchronous_commit and full_page_writes off), --pg-pool N (authd's
- * store.pool_size, 10).
+ * store.pool_size, 10), --pg-cpu auto|server|load|N (PostgreSQL's core; auto: one of its own
+ * with three cores or more, else the server's).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -33,7 +34,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { pgServer, startPg } from './lib/pg.mjs'
-import { cpuPlan, has, lastJson, pinned, rss, run, settle } from './lib/proc.mjs'
+import { cpuPlan, dbCpu, has, lastJson, pinned, rss, run, settle } from './lib/proc.mjs'
 import {
   LOGIN_USERS,
   loginCookies,
@@ -60,6 +61,7 @@ const { values: opts } = parseArgs({
     generator: { type: 'string' },
     'no-postgres': { type: 'boolean', default: false },
     'pg-fsync': { type: 'string', default: 'on' },
+    'pg-cpu': { type: 'string', default: 'auto' },
     'pg-pool': { type: 'string', default: '10' },
   },
 })
@@ -124,14 +126,15 @@ process.on('exit', () => rmSync(work, { recursive: true, force: true }))
 log(`preparing a store: ${USERS} users, ${TOKENS} sessions and access tokens`)
 const data = await prepare({ root: ROOT, dir, work, env, users: USERS, tokens: TOKENS })
 
-// The PostgreSQL rows: a throwaway server pinned to cpus.db, the same store moved into it
+// The PostgreSQL rows: a throwaway server pinned to its core (--pg-cpu), the same store moved into it
 const pg = { measured: false, reason: 'not asked for (--no-postgres)', env: null, db: null }
 if (!opts['no-postgres']) {
   const server = pgServer()
   if ('missing' in server) pg.reason = server.missing
   else {
-    log(`starting PostgreSQL ${server.version} (fsync ${opts['pg-fsync']}) on cpu ${cpus.db ?? 'any'}, moving the store into it with authctl export and import`)
-    pg.db = await startPg({ server, cpu: cpus.db, fsync: opts['pg-fsync'] === 'on' })
+    const cpu = dbCpu(cpus, opts['pg-cpu'])
+    log(`starting PostgreSQL ${server.version} (fsync ${opts['pg-fsync']}) on cpu ${cpu ?? 'any'}, moving the store into it with authctl export and import`)
+    pg.db = await startPg({ server, cpu, fsync: opts['pg-fsync'] === 'on' })
     pg.env = await moveToPg({ root: ROOT, dir, work, env, url: pg.db.url('authd_bench'), poolSize: PG_POOL })
     pg.measured = true
     pg.reason = null
@@ -451,7 +454,7 @@ const result = {
     hash: data.hash,
     algorithm: data.algorithm,
     postgres: pg.measured
-      ? { measured: true, version: pg.db.version, fsync: pg.db.fsync, cpu: cpus.pinned ? cpus.db : null, poolSize: PG_POOL, refreshConnections: REFRESH_CONNECTIONS, refreshTokens: REFRESH_TOKENS }
+      ? { measured: true, version: pg.db.version, fsync: pg.db.fsync, cpu: pg.db.cpu, poolSize: PG_POOL, refreshConnections: REFRESH_CONNECTIONS, refreshTokens: REFRESH_TOKENS }
       : { measured: false, reason: pg.reason },
   },
   pass: allPass,

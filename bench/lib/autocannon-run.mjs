@@ -58,12 +58,12 @@ if (spec.kind === 'tokens') {
       },
       onResponse: (status, _body, _context, headers) => {
         if (status !== 200) return
-        // autocannon gives the headers as a flat [name, value, name, value, …] list
-        for (let i = 0; i + 1 < headers.length; i += 2) {
-          if (String(headers[i]).toLowerCase() === 'set-cookie' && String(headers[i + 1]).startsWith(prefix)) {
-            queue.push(String(headers[i + 1]).slice(prefix.length).split(';')[0])
-            return
-          }
+        // autocannon gives the headers as an object: a name seen twice has an array of values
+        for (const [name, value] of Object.entries(headers)) {
+          if (name.toLowerCase() !== 'set-cookie') continue
+          const cookie = [value].flat().find((v) => String(v).startsWith(prefix))
+          if (cookie !== undefined) queue.push(String(cookie).slice(prefix.length).split(';')[0])
+          return
         }
       },
     },

@@ -19,6 +19,19 @@ export function cpuPlan() {
   return { pinned: true, server: n - 1, load: 0, db: n >= 3 ? n - 2 : n - 1, all: `0-${n - 1}`, cores: n }
 }
 
+/**
+ * The database's core for a --pg-cpu choice: 'auto' (the plan's `db`), 'server', 'load', or a
+ * core number; null when not pinning.
+ */
+export function dbCpu(cpus, choice = 'auto') {
+  if (!cpus.pinned) return null
+  if (choice === 'auto') return cpus.db
+  if (choice === 'server' || choice === 'load') return cpus[choice]
+  const n = Number(choice)
+  if (!Number.isInteger(n) || n < 0 || n >= cpus.cores) throw new Error(`--pg-cpu is auto, server, load or a core from 0 to ${cpus.cores - 1}, not ${choice}`)
+  return n
+}
+
 /** argv prefixed with `taskset -c <cpu>` (a core, or a list like `0-1`) when pinning */
 export const pinned = (cpu, argv) => (cpu === null ? argv : ['taskset', '-c', String(cpu), ...argv])
 
