@@ -19,9 +19,12 @@ import { isLive, type SessionPolicy } from './sessions.js'
 
 /**
  * Sessions whose record and user are kept, with the store version they were read at. Past it the
- * oldest is forgotten and read again when next asked for.
+ * oldest is forgotten and read again when next asked for. An entry is a few plain values (about
+ * 200 bytes with its key; the user's object and body are shared by its sessions), so four times
+ * as many sessions are kept as verified tokens (access-tokens.ts, about 1 KB each): a client whose
+ * token fell out of that cache still finds its session here, at most about 3 MB in all.
  */
-export const SESSIONS_REMEMBERED = 4096
+export const SESSIONS_REMEMBERED = 16_384
 
 /** What a valid access token stands for. */
 export interface MeAnswer {
