@@ -107,6 +107,43 @@ const PUT_SESSION = `
 
 const sessionColumns = (s: SessionRecord): unknown[] => [s.id, s.userId, s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s), JSON.stringify(s)]
 
+/** the session of a refresh token, else of its family (the token's own entry first), with its row version */
+const REFRESH_READ = `
+  SELECT s.record, s.xmin::text AS v FROM authd_sessions s
+  WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
+                ORDER BY t.hash = $1 DESC LIMIT 1)`
+
+/** PUT_SESSION's values for a rotation from `current` to `next` */
+function rotationColumns(current: SessionRecord | undefined, next: SessionRecord): unknown[] {
+  const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
+  // a session of an older version gets its family at its first rotation
+  if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
+  const old = next.generation - REFRESH_HISTORY
+  return [...sessionColumns(next), tokens.map((t) => t[0]), tokens.map((t) => t[1]), old >= 0 ? old : -2]
+}
+
+/**
+ * A rotation as one statement (its own transaction), written only if the session's row is still
+ * the version $11 (its xmin when read): the row is locked first, and a row another writer changed
+ * or deleted meanwhile fails the test (READ COMMITTED re-reads the locked row's newest version), so
+ * nothing is written and n = 0. Values as PUT_SESSION's.
+ */
+const ROTATE_IF_UNCHANGED = `
+  WITH cur AS (
+    SELECT id FROM authd_sessions WHERE id = $1 AND xmin = $11::xid FOR UPDATE
+  ), s AS (
+    UPDATE authd_sessions SET user_id = $2, created_at = $3, last_used_at = $4, expires_at = $5, sealed = $6, record = $7
+    WHERE id = (SELECT id FROM cur)
+    RETURNING id
+  ), t AS (
+    INSERT INTO authd_session_tokens (hash, session_id, generation)
+    SELECT x.h, s.id, x.g FROM s, unnest($8::text[], $9::integer[]) AS x(h, g)
+    ON CONFLICT (hash) DO UPDATE SET session_id = EXCLUDED.session_id, generation = EXCLUDED.generation
+  ), d AS (
+    DELETE FROM authd_session_tokens WHERE session_id = (SELECT id FROM s) AND generation = $10
+  )
+  SELECT count(*)::integer AS n FROM s`
+
 /** many sessions' records at once (the sweep), token entries untouched */
 const PUT_SESSIONS = `
   INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
@@ -294,6 +331,23 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
   const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
     (await db.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions ${where}`, values)).map((r) => r.record)
 
+  const refreshLocked = <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> =>
+    db.tx(async (sql) => {
+      // the session of the token (else of its family), locked: a concurrent refresh of the
+      // same session waits here, then sees the record as that one left it
+      const rows = await sql.query<{ record: SessionRecord }>(`${REFRESH_READ} FOR UPDATE`, [tokenHash, familyHash ?? null])
+      const current = rows[0]?.record
+      const d = decide(current)
+      if (d.action === 'rotate') {
+        await sql.query(PUT_SESSION, rotationColumns(current, d.session))
+      } else if (d.action === 'revoke' && current !== undefined) {
+        await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
+      }
+      // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
+      await appendAuditTx(sql, d.audit ?? [])
+      return d.result
+    })
+
   const store: Store = {
     backend: 'postgres',
     location,
@@ -378,33 +432,22 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         await appendAuditTx(sql, events)
         return ended
       }),
-    refreshSession: <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) =>
-      db.tx(async (sql) => {
-        // the session of the token (else of its family), locked: a concurrent refresh of the
-        // same session waits here, then sees the record as that one left it
-        const rows = await sql.query<{ record: SessionRecord }>(
-          `SELECT s.record FROM authd_sessions s
-           WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
-                         ORDER BY t.hash = $1 DESC LIMIT 1)
-           FOR UPDATE`,
-          [tokenHash, familyHash ?? null],
-        )
-        const current = rows[0]?.record
-        const d = decide(current)
-        if (d.action === 'rotate') {
-          const next = d.session
-          const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
-          // a session of an older version gets its family at its first rotation
-          if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
-          const old = next.generation - REFRESH_HISTORY
-          await putSessionTx(sql, next, tokens, old >= 0 ? old : -2)
-        } else if (d.action === 'revoke' && current !== undefined) {
-          await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
+      // Two round trips where nothing races (a refresh's usual case): the session read without a
+      // lock, the decision taken, and the rotation written in one statement only if the row is
+      // still the version read (its xmin). Whatever else (a decision with events, a revocation, a
+      // row changed in between) takes the locked transaction below, which decides again.
+      const [seen] = await db.query<{ record: SessionRecord; v: string }>(REFRESH_READ, [tokenHash, familyHash ?? null])
+      const d = decide(seen?.record)
+      if ((d.audit ?? []).length === 0) {
+        if (d.action === 'none' || (d.action === 'revoke' && seen === undefined)) return d.result
+        if (d.action === 'rotate' && seen !== undefined && d.session.id === seen.record.id) {
+          const [{ n }] = await db.query<{ n: number }>(ROTATE_IF_UNCHANGED, [...rotationColumns(seen.record, d.session), seen.v])
+          if (n === 1) return d.result
         }
-        // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
-        await appendAuditTx(sql, d.audit ?? [])
-        return d.result
-      }),
+      }
+      return refreshLocked(tokenHash, decide, familyHash)
+    },
     updateSession: (id, change, audit = []) =>
       db.tx(async (sql) => {
         const current = (await sql.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions WHERE id = $1 FOR UPDATE`, [id]))[0]?.record
