@@ -32,7 +32,7 @@ import {
   type UserRecord,
 } from '../store.js'
 import type { RateLimiter } from '../../core/rate-limiter.js'
-import { sealEvent } from '../audit-chain.js'
+import { canonicalJson, sealEvent } from '../audit-chain.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
 import { createPgRateLimiter } from './limiter.js'
 import { migratePg, PG_SCHEMA_VERSION, schemaVersionOf } from './schema.js'
@@ -174,24 +174,38 @@ const entryOf = (r: EntryRow): SessionEntry => ({
 
 // ---- pieces of write transactions ----
 
-/** appends `audit` to the log: seq and chain hash from the head row, locked until the commit */
+/**
+ * authd_audit_append's arguments for `audit` (store/pg/schema.ts): each event's canonical JSON
+ * (audit-chain.ts) in the pieces before and after its seq's digits, and its stored body (as
+ * JSON.stringify(sealEvent(…)) writes it) after the seq and before the hash. The database puts in
+ * the seq and the hashes, under the head's lock: one statement for the whole append.
+ */
+export function auditArgs(audit: Audit): unknown[] {
+  const heads: string[] = []
+  const tails: string[] = []
+  const mids: string[] = []
+  for (const draft of audit) {
+    const sealed = sealEvent(draft, 0, '')
+    const { seq: _seq, hash: _hash, ...rest } = sealed
+    // canonicalJson of the body: keys sorted by code unit; seq is top level, so what sorts before it is the head
+    const parts = Object.keys(rest)
+      .filter((k) => (rest as Record<string, unknown>)[k] !== undefined)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((k) => [k, `${JSON.stringify(k)}:${canonicalJson((rest as Record<string, unknown>)[k])}`] as const)
+    const before = parts.filter(([k]) => k < 'seq').map(([, p]) => p)
+    const after = parts.filter(([k]) => k > 'seq').map(([, p]) => p)
+    heads.push(`{${before.map((p) => `${p},`).join('')}"seq":`)
+    tails.push(`${after.map((p) => `,${p}`).join('')}}`)
+    const body = JSON.stringify(rest)
+    mids.push(body === '{}' ? '' : `,${body.slice(1, -1)}`)
+  }
+  return [audit.map((d) => d.at), audit.map((d) => d.event), audit.map((d) => d.userId), heads, tails, mids]
+}
+
+/** appends `audit` to the log (one statement): seq and chain hash from the head row, locked until the commit */
 export async function appendAuditTx(sql: Sql, audit: Audit): Promise<void> {
   if (audit.length === 0) return
-  const [head] = await sql.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM authd_audit_head FOR UPDATE`)
-  let seq = head!.seq
-  let hash = head!.hash
-  const events: AuditEvent[] = audit.map((draft) => {
-    const e = sealEvent(draft, ++seq, hash)
-    hash = e.hash
-    return e
-  })
-  await sql.query(
-    `WITH ins AS (
-       INSERT INTO authd_audit (seq, at, event, user_id, body)
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[]))
-     UPDATE authd_audit_head SET seq = $6, hash = $7`,
-    [events.map((e) => e.seq), audit.map((d) => d.at), events.map((e) => e.event), events.map((e) => e.userId), events.map((e) => JSON.stringify(e)), seq, hash],
-  )
+  await sql.query(`SELECT authd_audit_append($1, $2, $3, $4, $5, $6)`, auditArgs(audit))
 }
 
 /** adds `by` to the tally of each password hash's parameter set, in one order (no deadlocks) */
@@ -655,8 +669,8 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
 
     // ---- the audit log ----
     async appendAudit(audit) {
-      if (audit.length === 0) return
-      await db.tx((sql) => appendAuditTx(sql, audit))
+      // one statement, its own transaction
+      await appendAuditTx(db, audit)
     },
     async auditEvents(q: AuditQuery) {
       const where: string[] = []
