@@ -27,6 +27,7 @@ import {
   type RefreshDecision,
   type SessionEntry,
   type SessionLimit,
+  type SessionAudit,
   type SessionRecord,
   type Store,
   type UserRecord,
@@ -295,16 +296,36 @@ async function putKeysTx(sql: Sql, keys: KeyRecord[]): Promise<void> {
   }
 }
 
+/** of a user's sessions, those a new one evicts: the live beyond `limit.max - 1`, oldest last use first (bounded) */
+function evictionsOf(entries: SessionEntry[], limit: SessionLimit): SessionEntry[] {
+  const live = entries.filter((e) => limit.isLive(e))
+  const excess = live.length - (limit.max - 1)
+  if (excess <= 0) return []
+  live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+  return live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+}
+
+/** a new session's token entries (its hash, and its family's), as PUT_SESSION's $8 and $9 */
+function newSessionTokens(s: SessionRecord): [string[], number[]] {
+  const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
+  if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
+  return [tokens.map((t) => t[0]), tokens.map((t) => t[1])]
+}
+
+/** createSession's events: the caller's, then one per evicted session */
+function sessionEvents(audit: SessionAudit | undefined, ended: SessionEntry[]): Audit {
+  const events = [...(audit?.events ?? [])]
+  if (audit?.evicted !== undefined) for (const e of ended) events.push(audit.evicted(e))
+  return events
+}
+
 /** the user's live sessions beyond `limit.max - 1`, oldest last use first, deleted (bounded) */
 async function evictTx(sql: Sql, userId: string, limit: SessionLimit): Promise<SessionEntry[]> {
   // logins of one user queue here, so with the new one the user has at most `limit.max`
   await lockUserSessions(sql, userId)
   const rows = await sql.query<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM authd_sessions WHERE user_id = $1`, [userId])
-  const live = rows.map(entryOf).filter((e) => limit.isLive(e))
-  const excess = live.length - (limit.max - 1)
-  if (excess <= 0) return []
-  live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
-  const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+  const evicted = evictionsOf(rows.map(entryOf), limit)
+  if (evicted.length === 0) return []
   await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id)])
   return evicted
 }
@@ -344,6 +365,14 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
 
   const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
     (await db.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions ${where}`, values)).map((r) => r.record)
+
+  const createSessionLocked = (s: SessionRecord, limit: SessionLimit | undefined, audit: SessionAudit | undefined): Promise<SessionEntry[]> =>
+    db.tx(async (sql) => {
+      const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
+      await sql.query(PUT_SESSION, [...sessionColumns(s), ...newSessionTokens(s), -2])
+      await appendAuditTx(sql, sessionEvents(audit, ended))
+      return ended
+    })
 
   const refreshLocked = <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> =>
     db.tx(async (sql) => {
@@ -435,17 +464,29 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       )
       return rows.map(entryOf)
     },
-    createSession: (s, limit, audit) =>
-      db.tx(async (sql) => {
-        const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
-        const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
-        if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
-        await putSessionTx(sql, s, tokens)
-        const events = [...(audit?.events ?? [])]
-        if (audit?.evicted !== undefined) for (const e of ended) events.push(audit.evicted(e))
-        await appendAuditTx(sql, events)
-        return ended
-      }),
+    async createSession(s, limit, audit) {
+      // Two round trips where no other login or session write of the user comes between (one
+      // without a bound): the user's sessions read without a lock, the evictions and events
+      // decided, then one statement that, under the user's advisory lock, writes only if the
+      // sessions are still what was read. Else the locked transaction below decides again.
+      let seen: string | null = null
+      let ended: SessionEntry[] = []
+      if (limit !== undefined) {
+        const rows = await db.query<EntryRow & { seen: string }>(
+          `SELECT s.${ENTRY_COLUMNS.split(', ').join(', s.')}, authd_sessions_seen($1) AS seen
+           FROM (SELECT 1) one LEFT JOIN authd_sessions s ON s.user_id = $1`,
+          [s.userId],
+        )
+        seen = rows[0]!.seen
+        ended = evictionsOf(rows.filter((r) => r.id !== null).map(entryOf), limit)
+      }
+      const [{ ok }] = await db.query<{ ok: boolean }>(
+        `SELECT authd_create_session($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) AS ok`,
+        [USER_LOCK, seen, ended.map((e) => e.id), ...sessionColumns(s), ...newSessionTokens(s), ...auditArgs(sessionEvents(audit, ended))],
+      )
+      if (ok) return ended
+      return createSessionLocked(s, limit, audit)
+    },
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
       // Two round trips where nothing races (a refresh's usual case): the session read without a
       // lock, the decision taken, and the rotation written in one statement only if the row is
