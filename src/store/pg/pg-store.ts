@@ -473,7 +473,8 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       let ended: SessionEntry[] = []
       if (limit !== undefined) {
         const rows = await db.query<EntryRow & { seen: string }>(
-          `SELECT s.${ENTRY_COLUMNS.split(', ').join(', s.')}, authd_sessions_seen($1) AS seen
+          // the text of what was read computed once (an uncorrelated subquery), in the same snapshot
+          `SELECT s.${ENTRY_COLUMNS.split(', ').join(', s.')}, (SELECT authd_sessions_seen($1)) AS seen
            FROM (SELECT 1) one LEFT JOIN authd_sessions s ON s.user_id = $1`,
           [s.userId],
         )
