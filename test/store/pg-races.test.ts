@@ -177,3 +177,41 @@ t.test('a database set up by a newer authd is refused with SCHEMA_TOO_NEW and a 
     message: `the database was set up by a newer authd (schema ${PG_SCHEMA_VERSION + 1}; this version understands up to ${PG_SCHEMA_VERSION}): upgrade authd`,
   })
 })
+
+t.test('20 concurrent logins of one user over three instances with a bound of 3: 3 sessions left, each other one ended once', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  const limit = { max: 3, isLive: () => true }
+  const login = (store: Store, i: number): Promise<Array<{ id: string }>> => {
+    const token = newRefreshToken()
+    return store.createSession(
+      {
+        id: `s${String(i).padStart(2, '0')}`,
+        userId: 'u1',
+        createdAt: T0 + i,
+        lastUsedAt: T0 + i,
+        expiresAt: T0 + policy.absoluteTtlMs,
+        ip: '127.0.0.1',
+        userAgent: 'race',
+        refreshHash: hashToken(token),
+        previousHash: null,
+        rotatedAt: null,
+        generation: 0,
+        familyHash: familyHashOf(token),
+        rotations: [],
+      },
+      limit,
+      { events: [draft('login.success', i)], evicted: (e) => ({ ...draft('session.evict', i), sessionId: e.id }) },
+    )
+  }
+  const ended = (await Promise.all(Array.from({ length: 20 }, (_, i) => login(stores[i % 3]!, i)))).flat().map((e) => e.id)
+  t.equal(await stores[0]!.countSessions('u1'), 3, 'the bound holds')
+  t.equal(ended.length, 17, 'every other session ended')
+  t.equal(new Set(ended).size, 17, 'each once')
+  const left = (await stores[1]!.listSessions('u1')).map((s) => s.id)
+  t.same(ended.filter((id) => left.includes(id)), [], 'none of the ended is left')
+  const events = await stores[2]!.auditEvents({ limit: 100 })
+  t.equal(events.filter((e) => e.event === 'session.evict').length, 17, 'one session.evict per ended session')
+  t.equal(events.filter((e) => e.event === 'login.success').length, 20)
+})

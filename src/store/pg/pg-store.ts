@@ -27,12 +27,13 @@ import {
   type RefreshDecision,
   type SessionEntry,
   type SessionLimit,
+  type SessionAudit,
   type SessionRecord,
   type Store,
   type UserRecord,
 } from '../store.js'
 import type { RateLimiter } from '../../core/rate-limiter.js'
-import { sealEvent } from '../audit-chain.js'
+import { canonicalJson, sealEvent } from '../audit-chain.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
 import { createPgRateLimiter } from './limiter.js'
 import { migratePg, PG_SCHEMA_VERSION, schemaVersionOf } from './schema.js'
@@ -107,6 +108,43 @@ const PUT_SESSION = `
 
 const sessionColumns = (s: SessionRecord): unknown[] => [s.id, s.userId, s.createdAt, s.lastUsedAt, s.expiresAt, hasSeals(s), JSON.stringify(s)]
 
+/** the session of a refresh token, else of its family (the token's own entry first), with its row version */
+const REFRESH_READ = `
+  SELECT s.record, s.xmin::text AS v FROM authd_sessions s
+  WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
+                ORDER BY t.hash = $1 DESC LIMIT 1)`
+
+/** PUT_SESSION's values for a rotation from `current` to `next` */
+function rotationColumns(current: SessionRecord | undefined, next: SessionRecord): unknown[] {
+  const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
+  // a session of an older version gets its family at its first rotation
+  if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
+  const old = next.generation - REFRESH_HISTORY
+  return [...sessionColumns(next), tokens.map((t) => t[0]), tokens.map((t) => t[1]), old >= 0 ? old : -2]
+}
+
+/**
+ * A rotation as one statement (its own transaction), written only if the session's row is still
+ * the version $11 (its xmin when read): the row is locked first, and a row another writer changed
+ * or deleted meanwhile fails the test (READ COMMITTED re-reads the locked row's newest version), so
+ * nothing is written and n = 0. Values as PUT_SESSION's.
+ */
+const ROTATE_IF_UNCHANGED = `
+  WITH cur AS (
+    SELECT id FROM authd_sessions WHERE id = $1 AND xmin = $11::xid FOR UPDATE
+  ), s AS (
+    UPDATE authd_sessions SET user_id = $2, created_at = $3, last_used_at = $4, expires_at = $5, sealed = $6, record = $7
+    WHERE id = (SELECT id FROM cur)
+    RETURNING id
+  ), t AS (
+    INSERT INTO authd_session_tokens (hash, session_id, generation)
+    SELECT x.h, s.id, x.g FROM s, unnest($8::text[], $9::integer[]) AS x(h, g)
+    ON CONFLICT (hash) DO UPDATE SET session_id = EXCLUDED.session_id, generation = EXCLUDED.generation
+  ), d AS (
+    DELETE FROM authd_session_tokens WHERE session_id = (SELECT id FROM s) AND generation = $10
+  )
+  SELECT count(*)::integer AS n FROM s`
+
 /** many sessions' records at once (the sweep), token entries untouched */
 const PUT_SESSIONS = `
   INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
@@ -137,24 +175,38 @@ const entryOf = (r: EntryRow): SessionEntry => ({
 
 // ---- pieces of write transactions ----
 
-/** appends `audit` to the log: seq and chain hash from the head row, locked until the commit */
+/**
+ * authd_audit_append's arguments for `audit` (store/pg/schema.ts): each event's canonical JSON
+ * (audit-chain.ts) in the pieces before and after its seq's digits, and its stored body (as
+ * JSON.stringify(sealEvent(…)) writes it) after the seq and before the hash. The database puts in
+ * the seq and the hashes, under the head's lock: one statement for the whole append.
+ */
+export function auditArgs(audit: Audit): unknown[] {
+  const heads: string[] = []
+  const tails: string[] = []
+  const mids: string[] = []
+  for (const draft of audit) {
+    const sealed = sealEvent(draft, 0, '')
+    const { seq: _seq, hash: _hash, ...rest } = sealed
+    // canonicalJson of the body: keys sorted by code unit; seq is top level, so what sorts before it is the head
+    const parts = Object.keys(rest)
+      .filter((k) => (rest as Record<string, unknown>)[k] !== undefined)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((k) => [k, `${JSON.stringify(k)}:${canonicalJson((rest as Record<string, unknown>)[k])}`] as const)
+    const before = parts.filter(([k]) => k < 'seq').map(([, p]) => p)
+    const after = parts.filter(([k]) => k > 'seq').map(([, p]) => p)
+    heads.push(`{${before.map((p) => `${p},`).join('')}"seq":`)
+    tails.push(`${after.map((p) => `,${p}`).join('')}}`)
+    const body = JSON.stringify(rest)
+    mids.push(body === '{}' ? '' : `,${body.slice(1, -1)}`)
+  }
+  return [audit.map((d) => d.at), audit.map((d) => d.event), audit.map((d) => d.userId), heads, tails, mids]
+}
+
+/** appends `audit` to the log (one statement): seq and chain hash from the head row, locked until the commit */
 export async function appendAuditTx(sql: Sql, audit: Audit): Promise<void> {
   if (audit.length === 0) return
-  const [head] = await sql.query<{ seq: number; hash: string }>(`SELECT seq, hash FROM authd_audit_head FOR UPDATE`)
-  let seq = head!.seq
-  let hash = head!.hash
-  const events: AuditEvent[] = audit.map((draft) => {
-    const e = sealEvent(draft, ++seq, hash)
-    hash = e.hash
-    return e
-  })
-  await sql.query(
-    `WITH ins AS (
-       INSERT INTO authd_audit (seq, at, event, user_id, body)
-       SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[]))
-     UPDATE authd_audit_head SET seq = $6, hash = $7`,
-    [events.map((e) => e.seq), audit.map((d) => d.at), events.map((e) => e.event), events.map((e) => e.userId), events.map((e) => JSON.stringify(e)), seq, hash],
-  )
+  await sql.query(`SELECT authd_audit_append($1, $2, $3, $4, $5, $6)`, auditArgs(audit))
 }
 
 /** adds `by` to the tally of each password hash's parameter set, in one order (no deadlocks) */
@@ -244,16 +296,36 @@ async function putKeysTx(sql: Sql, keys: KeyRecord[]): Promise<void> {
   }
 }
 
+/** of a user's sessions, those a new one evicts: the live beyond `limit.max - 1`, oldest last use first (bounded) */
+function evictionsOf(entries: SessionEntry[], limit: SessionLimit): SessionEntry[] {
+  const live = entries.filter((e) => limit.isLive(e))
+  const excess = live.length - (limit.max - 1)
+  if (excess <= 0) return []
+  live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
+  return live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+}
+
+/** a new session's token entries (its hash, and its family's), as PUT_SESSION's $8 and $9 */
+function newSessionTokens(s: SessionRecord): [string[], number[]] {
+  const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
+  if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
+  return [tokens.map((t) => t[0]), tokens.map((t) => t[1])]
+}
+
+/** createSession's events: the caller's, then one per evicted session */
+function sessionEvents(audit: SessionAudit | undefined, ended: SessionEntry[]): Audit {
+  const events = [...(audit?.events ?? [])]
+  if (audit?.evicted !== undefined) for (const e of ended) events.push(audit.evicted(e))
+  return events
+}
+
 /** the user's live sessions beyond `limit.max - 1`, oldest last use first, deleted (bounded) */
 async function evictTx(sql: Sql, userId: string, limit: SessionLimit): Promise<SessionEntry[]> {
   // logins of one user queue here, so with the new one the user has at most `limit.max`
   await lockUserSessions(sql, userId)
   const rows = await sql.query<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM authd_sessions WHERE user_id = $1`, [userId])
-  const live = rows.map(entryOf).filter((e) => limit.isLive(e))
-  const excess = live.length - (limit.max - 1)
-  if (excess <= 0) return []
-  live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
-  const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
+  const evicted = evictionsOf(rows.map(entryOf), limit)
+  if (evicted.length === 0) return []
   await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id)])
   return evicted
 }
@@ -293,6 +365,31 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
 
   const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
     (await db.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions ${where}`, values)).map((r) => r.record)
+
+  const createSessionLocked = (s: SessionRecord, limit: SessionLimit | undefined, audit: SessionAudit | undefined): Promise<SessionEntry[]> =>
+    db.tx(async (sql) => {
+      const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
+      await sql.query(PUT_SESSION, [...sessionColumns(s), ...newSessionTokens(s), -2])
+      await appendAuditTx(sql, sessionEvents(audit, ended))
+      return ended
+    })
+
+  const refreshLocked = <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> =>
+    db.tx(async (sql) => {
+      // the session of the token (else of its family), locked: a concurrent refresh of the
+      // same session waits here, then sees the record as that one left it
+      const rows = await sql.query<{ record: SessionRecord }>(`${REFRESH_READ} FOR UPDATE`, [tokenHash, familyHash ?? null])
+      const current = rows[0]?.record
+      const d = decide(current)
+      if (d.action === 'rotate') {
+        await sql.query(PUT_SESSION, rotationColumns(current, d.session))
+      } else if (d.action === 'revoke' && current !== undefined) {
+        await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
+      }
+      // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
+      await appendAuditTx(sql, d.audit ?? [])
+      return d.result
+    })
 
   const store: Store = {
     backend: 'postgres',
@@ -367,44 +464,46 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       )
       return rows.map(entryOf)
     },
-    createSession: (s, limit, audit) =>
-      db.tx(async (sql) => {
-        const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
-        const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
-        if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
-        await putSessionTx(sql, s, tokens)
-        const events = [...(audit?.events ?? [])]
-        if (audit?.evicted !== undefined) for (const e of ended) events.push(audit.evicted(e))
-        await appendAuditTx(sql, events)
-        return ended
-      }),
-    refreshSession: <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) =>
-      db.tx(async (sql) => {
-        // the session of the token (else of its family), locked: a concurrent refresh of the
-        // same session waits here, then sees the record as that one left it
-        const rows = await sql.query<{ record: SessionRecord }>(
-          `SELECT s.record FROM authd_sessions s
-           WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
-                         ORDER BY t.hash = $1 DESC LIMIT 1)
-           FOR UPDATE`,
-          [tokenHash, familyHash ?? null],
+    async createSession(s, limit, audit) {
+      // Two round trips where no other login or session write of the user comes between (one
+      // without a bound): the user's sessions read without a lock, the evictions and events
+      // decided, then one statement that, under the user's advisory lock, writes only if the
+      // sessions are still what was read. Else the locked transaction below decides again.
+      let seen: string | null = null
+      let ended: SessionEntry[] = []
+      if (limit !== undefined) {
+        const rows = await db.query<EntryRow & { seen: string }>(
+          // the text of what was read computed once (an uncorrelated subquery), in the same snapshot
+          `SELECT s.${ENTRY_COLUMNS.split(', ').join(', s.')}, (SELECT authd_sessions_seen($1)) AS seen
+           FROM (SELECT 1) one LEFT JOIN authd_sessions s ON s.user_id = $1`,
+          [s.userId],
         )
-        const current = rows[0]?.record
-        const d = decide(current)
-        if (d.action === 'rotate') {
-          const next = d.session
-          const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
-          // a session of an older version gets its family at its first rotation
-          if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
-          const old = next.generation - REFRESH_HISTORY
-          await putSessionTx(sql, next, tokens, old >= 0 ? old : -2)
-        } else if (d.action === 'revoke' && current !== undefined) {
-          await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
+        seen = rows[0]!.seen
+        ended = evictionsOf(rows.filter((r) => r.id !== null).map(entryOf), limit)
+      }
+      const [{ ok }] = await db.query<{ ok: boolean }>(
+        `SELECT authd_create_session($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) AS ok`,
+        [USER_LOCK, seen, ended.map((e) => e.id), ...sessionColumns(s), ...newSessionTokens(s), ...auditArgs(sessionEvents(audit, ended))],
+      )
+      if (ok) return ended
+      return createSessionLocked(s, limit, audit)
+    },
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
+      // Two round trips where nothing races (a refresh's usual case): the session read without a
+      // lock, the decision taken, and the rotation written in one statement only if the row is
+      // still the version read (its xmin). Whatever else (a decision with events, a revocation, a
+      // row changed in between) takes the locked transaction below, which decides again.
+      const [seen] = await db.query<{ record: SessionRecord; v: string }>(REFRESH_READ, [tokenHash, familyHash ?? null])
+      const d = decide(seen?.record)
+      if ((d.audit ?? []).length === 0) {
+        if (d.action === 'none' || (d.action === 'revoke' && seen === undefined)) return d.result
+        if (d.action === 'rotate' && seen !== undefined && d.session.id === seen.record.id) {
+          const [{ n }] = await db.query<{ n: number }>(ROTATE_IF_UNCHANGED, [...rotationColumns(seen.record, d.session), seen.v])
+          if (n === 1) return d.result
         }
-        // what was decided is recorded even when it changed nothing (a failed refresh), as on LMDB
-        await appendAuditTx(sql, d.audit ?? [])
-        return d.result
-      }),
+      }
+      return refreshLocked(tokenHash, decide, familyHash)
+    },
     updateSession: (id, change, audit = []) =>
       db.tx(async (sql) => {
         const current = (await sql.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions WHERE id = $1 FOR UPDATE`, [id]))[0]?.record
@@ -612,8 +711,8 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
 
     // ---- the audit log ----
     async appendAudit(audit) {
-      if (audit.length === 0) return
-      await db.tx((sql) => appendAuditTx(sql, audit))
+      // one statement, its own transaction
+      await appendAuditTx(db, audit)
     },
     async auditEvents(q: AuditQuery) {
       const where: string[] = []

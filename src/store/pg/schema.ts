@@ -242,6 +242,72 @@ const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 1 → 2: the audit append and a login's session write as one statement each (fewer round trips)
+  `
+  -- Appends events to the audit log under the head's row lock (held until the commit): seq from
+  -- the head, each hash the SHA-256 (hex) of the previous hash, a newline and the event's
+  -- canonical JSON (store/audit-chain.ts). The caller sends that JSON in two pieces, the text
+  -- before and after the seq's digits (p_canon_head, p_canon_tail), and the stored body's text
+  -- after its leading seq and before its hash (p_body_mid): only the seq is decided here.
+  CREATE FUNCTION authd_audit_append(p_at bigint[], p_event text[], p_user_id text[], p_canon_head text[], p_canon_tail text[], p_body_mid text[])
+  RETURNS void LANGUAGE plpgsql AS $$
+  DECLARE
+    h_seq bigint;
+    h_hash text;
+  BEGIN
+    IF coalesce(cardinality(p_at), 0) = 0 THEN
+      RETURN;
+    END IF;
+    SELECT seq, hash INTO h_seq, h_hash FROM authd_audit_head FOR UPDATE;
+    FOR i IN 1 .. cardinality(p_at) LOOP
+      h_seq := h_seq + 1;
+      h_hash := encode(sha256(convert_to(h_hash || E'\n' || p_canon_head[i] || h_seq::text || p_canon_tail[i], 'UTF8')), 'hex');
+      INSERT INTO authd_audit (seq, at, event, user_id, body)
+      VALUES (h_seq, p_at[i], p_event[i], p_user_id[i], ('{"seq":' || h_seq::text || p_body_mid[i] || ',"hash":"' || h_hash || '"}')::json);
+    END LOOP;
+    UPDATE authd_audit_head SET seq = h_seq, hash = h_hash;
+  END
+  $$;
+
+  -- What a login read of the user's sessions, as text: the same text again means nothing changed.
+  CREATE FUNCTION authd_sessions_seen(p_user_id text) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT coalesce(string_agg(id || ' ' || created_at || ' ' || last_used_at || ' ' || expires_at || ' ' || sealed, ',' ORDER BY id), '')
+    FROM authd_sessions WHERE user_id = p_user_id
+  $$;
+
+  -- A login's write (Store.createSession) as one statement: under the user's advisory lock, if
+  -- the user's sessions are still what the caller read (p_seen; NULL: no bound, no lock), the
+  -- evicted ones deleted, the session and its token entries inserted, the events appended.
+  -- false (nothing written) when they changed: the caller decides again, locked.
+  CREATE FUNCTION authd_create_session(p_lock integer, p_seen text, p_evict text[],
+      p_id text, p_user_id text, p_created_at bigint, p_last_used_at bigint, p_expires_at bigint, p_sealed boolean, p_record json,
+      p_hashes text[], p_generations integer[],
+      p_at bigint[], p_event text[], p_event_user text[], p_canon_head text[], p_canon_tail text[], p_body_mid text[])
+  RETURNS boolean LANGUAGE plpgsql AS $$
+  BEGIN
+    IF p_seen IS NOT NULL THEN
+      PERFORM pg_advisory_xact_lock(p_lock, hashtext(p_user_id));
+      -- a statement of its own: it sees what committed before the lock was granted
+      IF authd_sessions_seen(p_user_id) IS DISTINCT FROM p_seen THEN
+        RETURN false;
+      END IF;
+      IF coalesce(cardinality(p_evict), 0) > 0 THEN
+        DELETE FROM authd_sessions WHERE id = ANY (p_evict);
+      END IF;
+    END IF;
+    INSERT INTO authd_sessions (id, user_id, created_at, last_used_at, expires_at, sealed, record)
+    VALUES (p_id, p_user_id, p_created_at, p_last_used_at, p_expires_at, p_sealed, p_record)
+    ON CONFLICT (id) DO UPDATE SET user_id = EXCLUDED.user_id, created_at = EXCLUDED.created_at,
+      last_used_at = EXCLUDED.last_used_at, expires_at = EXCLUDED.expires_at, sealed = EXCLUDED.sealed,
+      record = EXCLUDED.record;
+    INSERT INTO authd_session_tokens (hash, session_id, generation)
+    SELECT x.h, p_id, x.g FROM unnest(p_hashes, p_generations) AS x(h, g)
+    ON CONFLICT (hash) DO UPDATE SET session_id = EXCLUDED.session_id, generation = EXCLUDED.generation;
+    PERFORM authd_audit_append(p_at, p_event, p_event_user, p_canon_head, p_canon_tail, p_body_mid);
+    RETURN true;
+  END
+  $$;
+  `,
 ]
 
 /** the schema this build writes */
