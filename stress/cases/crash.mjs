@@ -3,7 +3,8 @@
  * by kill -9 at a random moment. After each crash the store is read directly (whole records, every
  * index consistent, every acknowledged write present), then the daemon is restarted and checked
  * over HTTP: acknowledged users exist, acknowledged sessions still refresh, and no refresh token
- * whose logout was acknowledged works again.
+ * whose logout was acknowledged works again. On PostgreSQL (crash-pg.mjs) the same, with the
+ * database read after each crash instead of the LMDB file.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -32,8 +33,11 @@ const ENV = {
 const tag = () => randomBytes(6).toString('hex')
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 
-export async function run({ scale, dir, say }) {
+/** `store`: the PostgreSQL store to run on (lib/pg.mjs, onPostgres); by default LMDB in `dir` */
+export async function run({ scale, dir, say, store }) {
   const cfg = SCALE[scale]
+  const env = { ...ENV, ...store?.env }
+  const name = store === undefined ? 'crash' : 'crash-pg'
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir, { recursive: true })
   const logFile = join(dir, 'authd.log')
@@ -47,7 +51,7 @@ export async function run({ scale, dir, say }) {
   const revokedAccess = new Set()
   const tally = { acked: 0, lost: [], partial: [], revokedWorking: [], readyMs: [], uncertain: 0, opsPerCycle: [] }
 
-  let d = await startDaemon({ dataDir, logFile, env: ENV })
+  let d = await startDaemon({ dataDir, logFile, env })
   tally.readyMs.push(d.readyMs)
   for (let cycle = 0; cycle < cfg.cycles; cycle++) {
     let killed = false
@@ -125,7 +129,7 @@ export async function run({ scale, dir, say }) {
     tally.opsPerCycle.push(ops)
 
     // what the store holds after the crash
-    const st = inspectStore(dataDir)
+    const st = store === undefined ? inspectStore(dataDir) : await store.inspect()
     for (const p of st.problems) tally.partial.push(`cycle ${cycle}: ${p}`)
     for (const [email, u] of users) {
       if (u.state === 'acked' && !st.emails.has(email)) tally.lost.push(`cycle ${cycle}: acknowledged user ${email} is gone`)
@@ -141,7 +145,7 @@ export async function run({ scale, dir, say }) {
     }
 
     // restart, and check over HTTP
-    d = await startDaemon({ dataDir, logFile, env: ENV })
+    d = await startDaemon({ dataDir, logFile, env })
     tally.readyMs.push(d.readyMs)
     for (const t of revoked) {
       const res = await refresh(d.url, t)
@@ -177,10 +181,10 @@ export async function run({ scale, dir, say }) {
         s.state = 'loggedOut'
       }
     }
-    say(`crash: cycle ${cycle + 1}/${cfg.cycles}: ${ops} ops before kill -9; ready in ${round(d.readyMs, 0)} ms; ${users.size} users, ${sessions.filter((s) => s.state === 'live').length} live sessions, ${revoked.size} logged out`)
+    say(`${name}: cycle ${cycle + 1}/${cfg.cycles}: ${ops} ops before kill -9; ready in ${round(d.readyMs, 0)} ms; ${users.size} users, ${sessions.filter((s) => s.state === 'live').length} live sessions, ${revoked.size} logged out`)
   }
   await d.stop()
-  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking].slice(0, 10)) say(`crash: ✗ ${l}`)
+  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking].slice(0, 10)) say(`${name}: ✗ ${l}`)
 
   return {
     figures: [
