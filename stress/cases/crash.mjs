@@ -3,8 +3,10 @@
  * by kill -9 at a random moment. After each crash the store is read directly (whole records, every
  * index consistent, every acknowledged write present), then the daemon is restarted and checked
  * over HTTP: acknowledged users exist, acknowledged sessions still refresh, and no refresh token
- * whose logout was acknowledged works again. On PostgreSQL (crash-pg.mjs) the same, with the
- * database read after each crash instead of the LMDB file.
+ * whose logout was acknowledged works again. The audit log (README, "Audit log") is held to the
+ * same: after each crash every acknowledged register, login, wrong login and logout has its event,
+ * no event is there without its change, and `authctl audit verify` finds the chain intact. On
+ * PostgreSQL (crash-pg.mjs) the same, with the database read after each crash instead of the LMDB file.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -16,6 +18,7 @@ import { inspectStore, tokenHash } from '../lib/store-peek.mjs'
 import { password } from '../lib/secrets.mjs'
 import { round } from '../lib/stats.mjs'
 import { check, info, timingCheck } from '../lib/report.mjs'
+import { auditLedger, auditProblems, authctl, noteWrongRefused, noteWrongSent, readNewEvents, sidOf, verifyAudit } from '../lib/audit-check.mjs'
 
 export const id = 'crash'
 export const title = 'Crash durability'
@@ -50,6 +53,20 @@ export async function run({ scale, dir, say, store }) {
   const revoked = new Set()
   const revokedAccess = new Set()
   const tally = { acked: 0, lost: [], partial: [], revokedWorking: [], readyMs: [], uncertain: 0, opsPerCycle: [] }
+  // the audit log: what the clients were told, the events read so far, what is wrong with them
+  const ledger = auditLedger()
+  const auditLog = { bySeq: new Map(), maxSeq: 0 }
+  const audit = { missing: new Map(), orphans: new Map(), gaps: new Map(), verify: [] }
+  const ctl = (args) => authctl([...args, '--data', dataDir], store?.env)
+  /** reads the new events and holds them against the ledger and `st`, the store as it is now (not running) */
+  const auditCheck = async (when, st) => {
+    const read = await readNewEvents(ctl, auditLog)
+    if (read !== null) audit.verify.push(`${when}: ${read}`)
+    const found = auditProblems(ledger, auditLog, st)
+    for (const kind of ['missing', 'orphans', 'gaps']) for (const p of found[kind]) if (!audit[kind].has(p)) audit[kind].set(p, `${when}: ${p}`)
+    const verified = await verifyAudit(ctl, auditLog.maxSeq)
+    if (verified !== null) audit.verify.push(`${when}: ${verified}`)
+  }
 
   let d = await startDaemon({ dataDir, logFile, env })
   tally.readyMs.push(d.readyMs)
@@ -71,13 +88,22 @@ export async function run({ scale, dir, say, store }) {
             if (res.status !== 201) throw new Error(`register answered ${res.status}`)
             u.state = 'acked'
             tally.acked++
+            ledger.registers.push({ email, sid: sidOf(res.accessToken) })
             sessions.push({ email, token: res.refreshToken, access: res.accessToken, state: 'live', busy: false })
-          } else if (r < 0.5) {
+          } else if (r < 0.45) {
             const [email, u] = pick(known)
             const res = await login(url, email, u.password)
             if (res.status !== 200) throw new Error(`login answered ${res.status}`)
             tally.acked++
+            ledger.logins.push({ email, sid: sidOf(res.accessToken) })
             sessions.push({ email, token: res.refreshToken, access: res.accessToken, state: 'live', busy: false })
+          } else if (r < 0.55) {
+            // a wrong password: no change, but its login.failure event is the attempt's own write
+            const [email] = pick(known)
+            noteWrongSent(ledger, email)
+            const res = await login(url, email, `wrong-${password()}`)
+            if (res.status !== 401) throw new Error(`a wrong login answered ${res.status}`)
+            noteWrongRefused(ledger, email)
           } else if (r < 0.85 && live.length > 0) {
             const s = pick(live)
             s.busy = true
@@ -104,6 +130,7 @@ export async function run({ scale, dir, say, store }) {
                 revoked.add(s.token)
                 revokedAccess.add(s.access)
                 tally.acked++
+                ledger.logouts.push(sidOf(s.access))
               }
             } catch (err) {
               s.state = 'uncertain'
@@ -143,6 +170,8 @@ export async function run({ scale, dir, say, store }) {
       const sid = st.refresh.get(tokenHash(t))
       if (sid !== undefined && st.sessions.has(sid)) tally.revokedWorking.push(`cycle ${cycle}: a logged-out session is back in the store`)
     }
+    // the audit log as the crash left it, against the same store
+    await auditCheck(`cycle ${cycle}`, st)
 
     // restart, and check over HTTP
     d = await startDaemon({ dataDir, logFile, env })
@@ -184,7 +213,10 @@ export async function run({ scale, dir, say, store }) {
     say(`${name}: cycle ${cycle + 1}/${cfg.cycles}: ${ops} ops before kill -9; ready in ${round(d.readyMs, 0)} ms; ${users.size} users, ${sessions.filter((s) => s.state === 'live').length} live sessions, ${revoked.size} logged out`)
   }
   await d.stop()
-  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking].slice(0, 10)) say(`${name}: ✗ ${l}`)
+  // with the events of the last restart's checks, after a clean stop
+  await auditCheck('after the last restart', store === undefined ? inspectStore(dataDir) : await store.inspect())
+  const auditFound = [...audit.missing.values(), ...audit.orphans.values(), ...audit.gaps.values(), ...audit.verify]
+  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking, ...auditFound].slice(0, 10)) say(`${name}: ✗ ${l}`)
 
   return {
     figures: [
@@ -195,7 +227,12 @@ export async function run({ scale, dir, say, store }) {
       check('revoked working', tally.revokedWorking.length, '=', 0),
       timingCheck(scale)('max ready', round(Math.max(...tally.readyMs), 0), '<=', 2000, 'ms'),
       info('interrupted ops', tally.uncertain),
+      info('audit events', auditLog.maxSeq),
+      check('events missing', audit.missing.size, '=', 0),
+      check('events without change', audit.orphans.size, '=', 0),
+      check('seq gaps', audit.gaps.size, '=', 0),
+      check('verify failures', audit.verify.length, '=', 0),
     ],
-    extra: { readyMs: tally.readyMs, opsPerCycle: tally.opsPerCycle, users: users.size, sessions: sessions.length, revoked: revoked.size },
+    extra: { readyMs: tally.readyMs, opsPerCycle: tally.opsPerCycle, users: users.size, sessions: sessions.length, revoked: revoked.size, auditEvents: auditLog.maxSeq, auditProblems: auditFound.slice(0, 50) },
   }
 }
