@@ -80,7 +80,7 @@ class Exchange {
   client(): ClientContext {
     if (this.ctx === undefined) {
       const c = this.clientIp(this.req)
-      const ua = this.req.headers['user-agent']
+      const ua = firstHeader(this.req, 'user-agent')
       this.ctx = { ip: c.ip, ipKey: c.key, userAgent: typeof ua === 'string' ? ua : '' }
     }
     return this.ctx
@@ -188,7 +188,7 @@ export function createApp(deps: AppDeps): Handler {
 
   // cookie endpoints refuse foreign browser origins before touching anything
   const checkOrigin = (x: Exchange): void => {
-    const origin = x.req.headers.origin
+    const origin = joinedHeader(x.req, 'origin')
     if (!origins.cookieAllowed(origin)) throw new AppError('FORBIDDEN_ORIGIN')
   }
 
@@ -408,7 +408,7 @@ export function createApp(deps: AppDeps): Handler {
     // every /api/auth/* answer, a 404 for a path under it too, so a page can read what went wrong
     if (path.startsWith('/api/auth/') && config.cors.origins.length > 0) {
       res.setHeader('vary', 'Origin')
-      const origin = req.headers.origin
+      const origin = joinedHeader(req, 'origin')
       if (origin !== undefined && origins.corsAllowed(origin)) {
         res.setHeader('access-control-allow-origin', origin)
         res.setHeader('access-control-allow-credentials', 'true')
@@ -457,6 +457,21 @@ export function firstHeader(req: IncomingMessage, name: string): string | undefi
   return undefined
 }
 
+/**
+ * The value of header `name` (lower-case) as node's `req.headers` gives it for a header it joins
+ * when sent more than once (Origin, X-Forwarded-For: the values in order, `, ` between them), read
+ * from the raw list like firstHeader: a refused login (the 429 path) never builds `req.headers`.
+ */
+export function joinedHeader(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!
+    if (k.length === name.length && (k === name || k.toLowerCase() === name)) value = value === undefined ? raw[i + 1] : `${value}, ${raw[i + 1]}`
+  }
+  return value
+}
+
 const UNRESERVED = /^[A-Za-z0-9._~-]$/
 
 /**
@@ -487,7 +502,7 @@ export function routePath(url: string): string {
 function clientIpMemo(resolve: ClientIpResolver): (req: IncomingMessage) => ClientIp {
   const byAddress = new Map<string, ClientIp>()
   return (req) => {
-    const forwarded = req.headers['x-forwarded-for']
+    const forwarded = joinedHeader(req, 'x-forwarded-for')
     const address = req.socket.remoteAddress
     if (forwarded !== undefined || address === undefined) return resolve(address, forwarded)
     let c = byAddress.get(address)
