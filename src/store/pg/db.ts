@@ -21,14 +21,12 @@ export interface Sql {
   query<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>
 }
 
-export interface TxOptions {
-  isolation?: 'repeatable read'
-  readOnly?: boolean
-}
-
-/** a connection of one's own: also runs a script of several statements (the migrations) */
-export interface TxSql extends Sql {
+/** a connection of one's own (Db.lease) */
+export interface Leased extends Sql {
+  /** runs a script of several statements (the migrations) */
   script(text: string): Promise<void>
+  /** gives the connection back; after a failure (`err`) it is ended instead, whatever it was in */
+  release(err?: unknown): void
 }
 
 export interface Db extends Sql {
@@ -37,13 +35,12 @@ export interface Db extends Sql {
    * or serialization failure runs it again (a few times); `fn` must not have effects outside the
    * transaction.
    */
-  tx<T>(fn: (sql: TxSql) => Promise<T>, opts?: TxOptions): Promise<T>
+  tx<T>(fn: (sql: Sql) => Promise<T>): Promise<T>
   /**
    * A connection of its own for a long walk (export, import, the migrations): each statement
-   * under the deadline (or `deadlineMs`), not the whole. `release` must be called (with the
-   * error, if one ended the walk: the connection is then not reused).
+   * under the deadline (or `deadlineMs`), not the whole. `release` must be called.
    */
-  lease(opts?: { deadlineMs?: number }): Promise<TxSql & { release(err?: unknown): void }>
+  lease(opts?: { deadlineMs?: number }): Promise<Leased>
   end(): Promise<void>
 }
 
@@ -154,7 +151,7 @@ export function openDb(opts: DbOptions): Db {
    * the deadline. Past it the caller gets StoreUnavailableError and the connection is ended (its
    * server may be gone); what `work` did is not committed unless its COMMIT had already gone out.
    */
-  function withClient<T>(work: (client: pg.PoolClient) => Promise<T>, ms = deadlineMs): Promise<T> {
+  function withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let client: pg.PoolClient | undefined
       let over = false
@@ -162,7 +159,7 @@ export function openDb(opts: DbOptions): Db {
         over = true
         if (client !== undefined) destroy(client, unavailable('operation'))
         reject(unavailable('operation'))
-      }, ms)
+      }, deadlineMs)
       pool.connect().then(
         async (c) => {
           if (over) {
@@ -208,17 +205,11 @@ export function openDb(opts: DbOptions): Db {
       return withClient((c) => retrying(async () => (await statement(c, text, values)).rows as R[]))
     },
 
-    tx<T>(fn: (sql: TxSql) => Promise<T>, o: TxOptions = {}) {
-      const begin = `BEGIN${o.isolation !== undefined ? ` ISOLATION LEVEL ${o.isolation.toUpperCase()}` : ''}${o.readOnly === true ? ' READ ONLY' : ''}`
+    tx<T>(fn: (sql: Sql) => Promise<T>) {
       return withClient((c) => {
-        const sql: TxSql = {
-          query: async <R>(text: string, values?: readonly unknown[]) => (await statement(c, text, values)).rows as R[],
-          script: async (text) => {
-            await c.query(text)
-          },
-        }
+        const sql: Sql = { query: async <R>(text: string, values?: readonly unknown[]) => (await statement(c, text, values)).rows as R[] }
         return retrying(async () => {
-          await c.query(begin)
+          await c.query('BEGIN')
           try {
             const result = await fn(sql)
             await c.query('COMMIT')
@@ -266,7 +257,6 @@ export function openDb(opts: DbOptions): Db {
         release(err?: unknown) {
           if (released) return
           released = true
-          // after a failure the connection may be inside a transaction or broken: not reused
           if (err !== undefined) destroy(client, err instanceof Error ? err : new Error(String(err)))
           else client.release()
         },

@@ -3,9 +3,9 @@
  * sliding logs, under the database's clock, so a limit of 5 is 5 across any number of
  * instances. One consume is one call of authd_rate_consume (store/pg/schema.ts): all entries
  * charged or none, with the in-process limiter's semantics (core/rate-limiter.ts). The logs live
- * in an unlogged table; keys are `limitKey`s, so what is kept per key is small and of one size.
- * Nothing is evicted: a full table is the database's disk, and expired logs are deleted by a
- * periodic prune.
+ * in an unlogged table; keys are `limitKey`s (of one size whatever the request held), and a log
+ * holds at most its rule's count of events. Nothing is evicted (rate_limit.max_keys bounds the
+ * in-process limiter only): expired logs are deleted by a periodic prune.
  */
 import { limitKey, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../../core/rate-limiter.js'
 import type { Db } from './db.js'
@@ -30,7 +30,7 @@ export interface PgRateLimiter extends RateLimiter {
   close(): void
 }
 
-export function createPgRateLimiter(db: Db, opts: { pruneEveryMs?: number } = {}): PgRateLimiter {
+export function createPgRateLimiter(db: Db): PgRateLimiter {
   const issued = new WeakMap<ConsumeToken, Counted>()
 
   const prune = async (): Promise<number> => {
@@ -51,7 +51,7 @@ export function createPgRateLimiter(db: Db, opts: { pruneEveryMs?: number } = {}
     prune().catch(() => {
       // the database is away: the next run tries again
     })
-  }, opts.pruneEveryMs ?? PRUNE_EVERY_MS)
+  }, PRUNE_EVERY_MS)
   timer.unref()
 
   return {

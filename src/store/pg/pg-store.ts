@@ -5,15 +5,16 @@
  * with SELECT … FOR UPDATE, so a race between instances is settled by the database: N refreshes
  * of one token leave one successor, N instances starting on an empty database one active key.
  * The audit events a write records are appended in its transaction, and only if it changed
- * something (a decision's events always: what was decided is recorded). Reads answer what is committed at the moment; nothing is cached here.
+ * something (a decision's events always: what was decided is recorded). Reads answer what is
+ * committed at that moment; nothing is cached here.
  *
  * Row locks are taken in one order, to keep deadlocks out: a user's advisory lock, the user, its
  * sessions (by id), the hash tally, the audit head last (held only from the append to the commit).
  */
-import { StoreError } from '../store.js'
 import {
   hashParamsKey,
   settleKeys,
+  StoreError,
   type Audit,
   type AuditAnchor,
   type AuditEvent,
@@ -225,7 +226,7 @@ function putSessionTx(sql: Sql, s: SessionRecord, tokens: Array<[hash: string, g
   return sql.query(PUT_SESSION, [...sessionColumns(s), tokens.map((t) => t[0]), tokens.map((t) => t[1]), drop])
 }
 
-/** the key writes (their version counter's row lock puts them in one line); returns the version */
+/** puts the key writes in one line: each holds the row of the keys' version counter until its commit */
 async function lockKeys(sql: Sql): Promise<void> {
   await sql.query(`SELECT n FROM authd_counters WHERE name = 'keys_version' FOR UPDATE`)
 }
@@ -253,7 +254,7 @@ async function evictTx(sql: Sql, userId: string, limit: SessionLimit): Promise<S
   if (excess <= 0) return []
   live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
   const evicted = live.slice(0, Math.min(excess, EVICT_PER_WRITE))
-  await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id).sort()])
+  await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id)])
   return evicted
 }
 
@@ -542,9 +543,12 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         disabled: boolean
         mfa_enabled: boolean
       }>(
+        // each session's user by its key (LIMIT 1 keeps the planner from walking the users'
+        // index in a merge join); one row with the version even when no session is found
         `SELECT c.n AS kv, s.id, s.user_id, s.expires_at, s.last_used_at, u.id AS uid, u.email, u.disabled, u.mfa_enabled
          FROM authd_counters c
-         LEFT JOIN (authd_sessions s LEFT JOIN authd_users u ON u.id = s.user_id) ON s.id = ANY ($1::text[])
+         LEFT JOIN authd_sessions s ON s.id = ANY ($1::text[])
+         LEFT JOIN LATERAL (SELECT id, email, disabled, mfa_enabled FROM authd_users WHERE id = s.user_id LIMIT 1) u ON true
          WHERE c.name = 'keys_version'`,
         [sids],
       )

@@ -1,8 +1,7 @@
 /**
  * The PostgreSQL store's schema and its migrations. The first program (authd or authctl) that
- * opens a database creates or upgrades it, under a transaction-scoped advisory lock, so several
- * starting at once run each migration once; a database whose schema is newer than the program
- * is refused.
+ * opens a database creates or upgrades it, under an advisory lock, so several starting at once
+ * run each migration once; a database whose schema is newer than the program is refused.
  *
  * Tables carry the `authd_` prefix (the database may hold other applications' tables). Records
  * are kept whole as JSON beside the columns that find, order and join them; identifiers sort
@@ -125,10 +124,13 @@ const MIGRATIONS: readonly string[] = [
   );
 
   -- Counts one event (at one time of the database's clock) on every entry, or on none: the same
-  -- as the in-process limiter's consume (core/rate-limiter.ts). Counters that exist are locked
-  -- in one order for every caller (no deadlocks); one that does not exist yet is created only
-  -- when the consume counts, and if another consume created it meanwhile, this one fails with
-  -- serialization_failure and is run again by the caller.
+  -- as the in-process limiter's consume (core/rate-limiter.ts). A first pass reads the counters
+  -- without locking them: a refusal (the common answer under attack) is decided on what was
+  -- committed at that moment, writes nothing and waits for nobody. Otherwise a second pass locks
+  -- the counters that exist, in one order for every caller (no deadlocks), decides again and
+  -- counts. A counter that does not exist yet is created only then; if another consume created
+  -- it meanwhile, this one fails with serialization_failure and is run again by the caller.
+  -- Every statement in it looks up one counter by its key: its plan never depends on the call.
   CREATE FUNCTION authd_rate_consume(p_keys text[], p_windows bigint[], p_counts integer[])
   RETURNS TABLE (ok boolean, wait_us bigint, blocked_by integer, at_us bigint)
   LANGUAGE plpgsql AS $fn$
@@ -139,68 +141,78 @@ const MIGRATIONS: readonly string[] = [
     w bigint;
     m integer;
     t bigint;
+    latest bigint;
     held bigint[];
     first integer;
     live integer;
     earlier integer;
     over integer;
-    waiting bigint := 0;
-    blocked integer := -1;
+    waiting bigint;
+    blocked integer;
     added integer;
   BEGIN
-    FOR k, w IN
-      SELECT r.key, r.window_ms FROM authd_rate r
-      JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON r.key = e.ek AND r.window_ms = e.ew
-      ORDER BY r.key, r.window_ms
-      FOR UPDATE OF r
-    LOOP
-      locked := locked || (k || ' ' || w);
-    END LOOP;
-    -- the database's clock, kept past every event these counters hold: a consume's time is its
-    -- own on each counter (release un-counts by it), and a clock stepping back reorders nothing
-    SELECT max(r.times[cardinality(r.times)]) INTO t FROM authd_rate r
-      JOIN unnest(p_keys, p_windows) AS e(ek, ew) ON r.key = e.ek AND r.window_ms = e.ew;
-    t := greatest((extract(epoch FROM clock_timestamp()) * 1000000)::bigint, t + 1);
-    FOR i IN 1..n LOOP
-      k := p_keys[i];
-      w := p_windows[i];
-      held := '{}';
-      IF (k || ' ' || w) = ANY (locked) THEN
-        SELECT r.times INTO held FROM authd_rate r WHERE r.key = k AND r.window_ms = w;
+    FOR pass IN 1..2 LOOP
+      t := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+      IF pass = 2 THEN
+        latest := NULL;
+        FOR k, w IN
+          SELECT e.ek, e.ew FROM unnest(p_keys, p_windows) AS e(ek, ew)
+          GROUP BY e.ek, e.ew ORDER BY e.ek COLLATE "C", e.ew
+        LOOP
+          SELECT x.times INTO held FROM authd_rate x WHERE x.key = k AND x.window_ms = w FOR UPDATE;
+          IF FOUND THEN
+            locked := locked || (k || ' ' || w);
+            latest := greatest(latest, held[cardinality(held)]);
+          END IF;
+        END LOOP;
+        -- past every event these counters hold: a consume's time is its own on each counter
+        -- (release un-counts by it), and a clock stepping back reorders nothing
+        t := greatest(t, latest + 1);
       END IF;
-      -- held[first:] are the events still in the window
-      first := 1;
-      WHILE first <= cardinality(held) AND held[first] + w * 1000 <= t LOOP
-        first := first + 1;
-      END LOOP;
-      live := cardinality(held) - first + 1;
-      -- the same counter listed twice in one call is charged twice
-      earlier := 0;
-      FOR j IN 1..i - 1 LOOP
-        IF p_keys[j] = k AND p_windows[j] = w THEN
-          earlier := earlier + 1;
+      waiting := 0;
+      blocked := -1;
+      FOR i IN 1..n LOOP
+        k := p_keys[i];
+        w := p_windows[i];
+        held := NULL;
+        IF pass = 1 OR (k || ' ' || w) = ANY (locked) THEN
+          SELECT x.times INTO held FROM authd_rate x WHERE x.key = k AND x.window_ms = w;
+        END IF;
+        held := coalesce(held, '{}');
+        -- held[first:] are the events still in the window
+        first := 1;
+        WHILE first <= cardinality(held) AND held[first] + w * 1000 <= t LOOP
+          first := first + 1;
+        END LOOP;
+        live := cardinality(held) - first + 1;
+        -- the same counter listed twice in one call is charged twice
+        earlier := 0;
+        FOR j IN 1..i - 1 LOOP
+          IF p_keys[j] = k AND p_windows[j] = w THEN
+            earlier := earlier + 1;
+          END IF;
+        END LOOP;
+        over := live + earlier - p_counts[i];
+        IF over >= 0 THEN
+          IF blocked < 0 THEN
+            blocked := i - 1;
+          END IF;
+          waiting := greatest(waiting, CASE WHEN over < live THEN held[first + over] + w * 1000 - t ELSE w * 1000 END);
         END IF;
       END LOOP;
-      over := live + earlier - p_counts[i];
-      IF over >= 0 THEN
-        IF blocked < 0 THEN
-          blocked := i - 1;
-        END IF;
-        waiting := greatest(waiting, CASE WHEN over < live THEN held[first + over] + w * 1000 - t ELSE w * 1000 END);
+      IF blocked >= 0 THEN
+        RETURN QUERY SELECT false, waiting, blocked, NULL::bigint;
+        RETURN;
       END IF;
     END LOOP;
-    IF blocked >= 0 THEN
-      RETURN QUERY SELECT false, waiting, blocked, NULL::bigint;
-      RETURN;
-    END IF;
     FOR k, w, m IN
       SELECT e.ek, e.ew, count(*)::integer FROM unnest(p_keys, p_windows) AS e(ek, ew)
       GROUP BY e.ek, e.ew ORDER BY e.ek COLLATE "C", e.ew
     LOOP
       IF (k || ' ' || w) = ANY (locked) THEN
-        UPDATE authd_rate r
-          SET times = ARRAY(SELECT x FROM unnest(r.times) AS x WHERE x + w * 1000 > t ORDER BY x) || array_fill(t, ARRAY[m])
-          WHERE r.key = k AND r.window_ms = w;
+        UPDATE authd_rate x
+          SET times = ARRAY(SELECT y FROM unnest(x.times) AS y WHERE y + w * 1000 > t ORDER BY y) || array_fill(t, ARRAY[m])
+          WHERE x.key = k AND x.window_ms = w;
       ELSE
         INSERT INTO authd_rate (key, window_ms, times) VALUES (k, w, array_fill(t, ARRAY[m])) ON CONFLICT DO NOTHING;
         GET DIAGNOSTICS added = ROW_COUNT;
