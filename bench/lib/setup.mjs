@@ -66,7 +66,7 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
     }
     await Promise.all(writes)
     await s.store.flushed()
-    const active = s.store.listKeys().find((k) => k.state === 'active')
+    const active = (await s.store.listKeys()).find((k) => k.state === 'active')
     writeFileSync(join(work, 'tokens.txt'), lines.join('\n') + '\n')
     writeFileSync(join(work, 'public-key.pem'), active.publicKeyPem)
     writeFileSync(join(work, 'hash.txt'), passwordHash + '\n')

@@ -69,6 +69,25 @@ const parseSegment = (segment: string): unknown => {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+/**
+ * Whether `s` (base64url characters only, no padding) is the one spelling of the bytes it
+ * decodes to: base64url leaves spare bits in the last character (and a lone last character
+ * holds no whole byte), so several texts decode to the same bytes; the canonical one has them
+ * all zero. Decided from the text alone, with no decode and re-encode.
+ */
+function canonicalBase64url(s: string): boolean {
+  const rest = s.length % 4
+  if (rest === 1) return false
+  if (rest === 0) return true
+  // 2 characters carry 1 byte and 4 spare bits, 3 characters 2 bytes and 2 spare bits
+  const spare = rest === 2 ? 0x0f : 0x03
+  return (B64URL.indexOf(s[s.length - 1]!) & spare) === 0
+}
+
+/** Protected headers seen lately (every token of one key has the same), parsed once each */
+const HEADERS_KEPT = 64
+
 /** the order n of P-256, and n/2: an ECDSA signature (r, s) verifies as (r, n - s) too */
 const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
 const P256_HALF_N = P256_N >> 1n
@@ -114,6 +133,17 @@ export function createAccessTokens(deps: {
   const ttlS = Math.floor(deps.ttlMs / 1000)
   const toleranceS = Math.ceil(deps.clockToleranceMs / 1000)
   const verified = new Map<string, Verified>()
+  // the header segment's text → its object (undefined: not a JSON object); bounded, emptied when full
+  const headers = new Map<string, Record<string, unknown> | undefined>()
+  const headerOf = (segment: string): Record<string, unknown> | undefined => {
+    if (headers.has(segment)) return headers.get(segment)
+    const parsed = parseSegment(segment)
+    const header = isObject(parsed) ? parsed : undefined
+    if (headers.size >= HEADERS_KEPT) headers.clear()
+    // only small ones are kept: an attacker's 4 KB header is parsed each time, as before
+    if (segment.length <= 256) headers.set(segment, header)
+    return header
+  }
 
   // exp with the tolerance (expired once now >= exp + tolerance, as jsonwebtoken counts), nbf,
   // and iat not in the future: the clock may have moved either way since the token was cached
@@ -125,12 +155,11 @@ export function createAccessTokens(deps: {
     const dot1 = token.indexOf('.')
     const dot2 = token.lastIndexOf('.')
     const s = token.slice(dot2 + 1)
-    const signature = Buffer.from(s, 'base64url')
     // base64url leaves spare bits in the last character: several spellings decode to the same
     // signature. Only the one we issue is accepted, so a token has exactly one text.
-    if (signature.toString('base64url') !== s) return null
-    const header = parseSegment(token.slice(0, dot1))
-    if (!isObject(header)) return null
+    if (!canonicalBase64url(s)) return null
+    const header = headerOf(token.slice(0, dot1))
+    if (header === undefined) return null
     const { alg, kid, typ, crit } = header
     // RFC 7515 4.1.11: a critical extension we do not implement (we implement none) must be refused
     if (crit !== undefined) return null
@@ -156,7 +185,7 @@ export function createAccessTokens(deps: {
       nbf: typeof c.nbf === 'number' ? c.nbf : -Infinity,
     }
     if (!timely(v, nowS)) return null
-    return signatureValid(key, token.slice(0, dot2), signature) ? v : null
+    return signatureValid(key, token.slice(0, dot2), Buffer.from(s, 'base64url')) ? v : null
   }
 
   return {

@@ -15,8 +15,8 @@ import { AppError, isAppError } from './errors.js'
 import { passwordFingerprint, type MfaTicket, type MfaTokens } from './mfa-tokens.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
-import type { RateLimiter } from './rate-limiter.js'
-import { Keep, limitKey, type ConsumeToken } from './rate-limiter.js'
+import type { MemoryRateLimiter, RateLimiter } from './rate-limiter.js'
+import { Keep, limitKey, type ConsumeResult, type ConsumeToken } from './rate-limiter.js'
 import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { matchRecoveryCode, matchTotp } from './totp.js'
@@ -85,6 +85,11 @@ export interface AuthServiceDeps {
   /** /me's reads, and the checks of every access token (me-view.ts) */
   meView: MeView
   limiter: RateLimiter
+  /**
+   * The in-process limiter when it is the one `limiter` counts in (LMDB): admitLogin then answers
+   * from it at once, without a promise (a login flood refused by login.per_ip is the 429 path).
+   */
+  memoryLimiter?: MemoryRateLimiter | null
   now: () => number
   log: Logger
   events: AuthEvents
@@ -104,7 +109,7 @@ export interface AuthService {
    * request was admitted already: the HTTP layer admits first, so a refused login is answered
    * without a promise or a body read.
    */
-  admitLogin(client: ClientContext): Promise<{ retryAfterS: number } | undefined>
+  admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined>
   /**
    * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
    * body (whose promise rejects with its AppError) is counted like any other attempt.
@@ -213,18 +218,21 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * write by any process moves, so the next request sees it). `outcome` hears why a request was
    * refused.
    */
-  async function bearer(authorization: string | undefined, outcome?: (o: MeOutcome) => void): Promise<MeAnswer> {
+  function bearer(authorization: string | undefined, outcome?: (o: MeOutcome) => void): Promise<MeAnswer> {
     const m = authorization === undefined ? null : BEARER.exec(authorization)
     if (m === null) {
       outcome?.('missing')
-      throw new AppError('UNAUTHORIZED')
+      return Promise.reject(new AppError('UNAUTHORIZED'))
     }
-    const found = await meView.check(m[1]!)
-    if (found === null) {
-      outcome?.('invalid')
-      throw new AppError('INVALID_ACCESS_TOKEN')
-    }
-    return found
+    // one promise per request on /me's path, the hottest: no async function layered on another
+    return meView.check(m[1]!).then((found) => {
+      if (found === null) {
+        outcome?.('invalid')
+        throw new AppError('INVALID_ACCESS_TOKEN')
+      }
+      outcome?.('success')
+      return found
+    })
   }
 
   /** an access token, signed by the key that signs now as the store has it */
@@ -313,9 +321,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     await limiter.reset(charge.ipEmailKey)
   }
 
-  async function admitLogin(client: ClientContext): Promise<{ retryAfterS: number } | undefined> {
-    const perIp = await limiter.consume([{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }])
-    return perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client)
+  // with the in-process limiter, answered at once (no promise); with the database's, once it has counted
+  function admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined> {
+    const entries = [{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }]
+    const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined => (perIp.ok ? undefined : loginRefused(perIp.retryAfterS, 'login.per_ip', client))
+    const memory = deps.memoryLimiter
+    return memory !== undefined && memory !== null ? admitted(memory.consume(entries)) : limiter.consume(entries).then(admitted)
   }
 
   const account = createAccount({
@@ -543,10 +554,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       return meView.size
     },
 
-    async me(authorization) {
-      const found = await bearer(authorization, events.me)
-      events.me('success')
-      return found
+    me(authorization) {
+      return bearer(authorization, events.me)
     },
 
     async authenticate(authorization) {

@@ -19,9 +19,12 @@ import { isLive, type SessionPolicy } from './sessions.js'
 
 /**
  * Sessions whose record and user are kept, with the store version they were read at. Past it the
- * oldest is forgotten and read again when next asked for.
+ * oldest is forgotten and read again when next asked for. An entry is a few plain values (about
+ * 200 bytes with its key; the user's object and body are shared by its sessions), so four times
+ * as many sessions are kept as verified tokens (access-tokens.ts, about 1 KB each): a client whose
+ * token fell out of that cache still finds its session here, at most about 3 MB in all.
  */
-export const SESSIONS_REMEMBERED = 4096
+export const SESSIONS_REMEMBERED = 16_384
 
 /** What a valid access token stands for. */
 export interface MeAnswer {
@@ -83,6 +86,12 @@ export function createMeView(deps: {
   const { store, keyring, tokens } = deps
   const max = deps.max ?? SESSIONS_REMEMBERED
   const kept = new Map<string, Entry>()
+  /**
+   * What /me answers of each user lately seen, shared by the user's sessions: a session read for
+   * the first time (or again, once forgotten) whose user is known takes its frozen object and
+   * body from here instead of making them again.
+   */
+  const shown = new Map<string, { user: MeUser; body: string; bytes: number }>()
   /** the version of the last read */
   let known = -1
   /** the turn gathering lookups, not read yet */
@@ -125,9 +134,17 @@ export function createMeView(deps: {
     if (u === undefined) e.user = undefined
     else if (e.user === undefined || e.user.id !== u.id || e.user.email !== u.email || e.user.mfaEnabled !== u.mfaEnabled) {
       // the same object, and the same body, while the user's id, email and factor are as they were
-      e.user = Object.freeze({ id: u.id, email: u.email, mfaEnabled: u.mfaEnabled })
-      e.body = JSON.stringify({ success: true, data: e.user })
-      e.bytes = Buffer.byteLength(e.body)
+      let a = shown.get(u.id)
+      if (a === undefined || a.user.email !== u.email || a.user.mfaEnabled !== u.mfaEnabled) {
+        const user: MeUser = Object.freeze({ id: u.id, email: u.email, mfaEnabled: u.mfaEnabled })
+        const body = JSON.stringify({ success: true, data: user })
+        a = { user, body, bytes: Buffer.byteLength(body) }
+        if (!shown.has(u.id) && shown.size >= max) shown.delete(shown.keys().next().value!)
+        shown.set(u.id, a)
+      }
+      e.user = a.user
+      e.body = a.body
+      e.bytes = a.bytes
     }
     e.disabled = u?.disabled ?? false
     return e
@@ -173,18 +190,18 @@ export function createMeView(deps: {
   }
 
   return {
-    async check(token) {
+    check(token) {
       // verified against the keys as loaded; checked again below if this turn's read moved them
       const generation = keyring.generation
-      let claims = tokens.verify(token)
-      const found = await join(claims?.sid)
-      if (keyring.generation !== generation) {
+      const claims = tokens.verify(token)
+      return join(claims?.sid).then((found) => {
+        if (keyring.generation === generation) return claims === null ? null : answer(claims, found.get(claims.sid))
         const again = tokens.verify(token)
+        if (again === null) return null
         // a token of a key loaded just now (another instance signs with it already): one more read
-        if (again !== null && again.sid !== claims?.sid) return answer(again, (await join(again.sid)).get(again.sid))
-        claims = again
-      }
-      return claims === null ? null : answer(claims, found.get(claims.sid))
+        if (again.sid !== claims?.sid) return join(again.sid).then((more) => answer(again, more.get(again.sid)))
+        return answer(again, found.get(again.sid))
+      })
     },
     get size() {
       return kept.size

@@ -82,7 +82,26 @@ export interface RateLimiterOptions {
 const AXIS = /^[A-Za-z0-9_.-]+$/
 
 /** one part of a key: the first 128 bits of its SHA-256, base64url (22 characters) */
-const partHash = (part: string): string => createHash('sha256').update(part, 'utf8').digest().toString('base64url', 0, 16)
+const hashOf = (part: string): string => createHash('sha256').update(part, 'utf8').digest().toString('base64url', 0, 16)
+
+/**
+ * The hashes of short parts (an address, a device id, an email) computed lately, so that a client
+ * seen again (a login flood from one address: every request is refused by login.per_ip) is not
+ * hashed again. Bounded: emptied when full; a long part (a 16 KB email) is never kept.
+ */
+const HASHES_KEPT = 4096
+const SHORT_PART = 256
+const hashes = new Map<string, string>()
+const partHash = (part: string): string => {
+  if (part.length > SHORT_PART) return hashOf(part)
+  let h = hashes.get(part)
+  if (h === undefined) {
+    h = hashOf(part)
+    if (hashes.size >= HASHES_KEPT) hashes.clear()
+    hashes.set(part, h)
+  }
+  return h
+}
 
 /**
  * Builds a limiter key: `axis:h1|h2…`, each part replaced by a hash of it (22 characters), e.g.

@@ -125,7 +125,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
   const mfaTokens = createMfaTokens(await store.ensureMfaKey(newMfaKey), now)
   const meView = createMeView({ store, keyring, tokens, now, sessions: config.sessions })
-  const auth = createAuthService({ config, store, hasher, policy, tokens, keyring, meView, limiter, now, log, events: metrics.events, refusals, devices, mfaTokens })
+  const auth = createAuthService({ config, store, hasher, policy, tokens, keyring, meView, limiter, memoryLimiter, now, log, events: metrics.events, refusals, devices, mfaTokens })
   const mfa = createMfaService({ config, store, hasher, loginCharges: auth.loginCharges, now, log, events: metrics.events, refusals })
   let ready = true
   let closing: Promise<void> | undefined

@@ -176,6 +176,16 @@ export function createApp(deps: AppDeps): Handler {
   /** the client, with the device cookies its request carried (login, register) */
   const withDevices = (x: Exchange): ClientContext => ({ ...x.client(), devices: device.read(x.req.headers.cookie) })
 
+  /** a login counted by login.per_ip: refused (429), or read and checked */
+  const afterAdmit = (x: Exchange, refused: { retryAfterS: number } | undefined): Promise<void> | void => {
+    checkOrigin(x)
+    if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
+    // the body is read only when the use-case awaits it
+    let read: Promise<Record<string, unknown>> | undefined
+    const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
+    return auth.login(body, withDevices(x), true).then((s) => loggedIn(x, s))
+  }
+
   // cookie endpoints refuse foreign browser origins before touching anything
   const checkOrigin = (x: Exchange): void => {
     const origin = x.req.headers.origin
@@ -184,19 +194,14 @@ export function createApp(deps: AppDeps): Handler {
 
   const routes: Record<string, Partial<Record<string, RouteHandler>>> = {
     '/api/auth/login': {
-      POST: async (x) => {
+      POST: (x) => {
         // login.per_ip counts every login request, malformed ones and foreign origins too
         // (README, "Rate limits"), so it is charged before anything else is looked at; a login it
-        // refuses is answered at once, and its body is never parsed (node discards it once the
-        // 429 is written). A foreign origin is still told 403 first.
-        const client = x.client()
-        const refused = await auth.admitLogin(client)
-        checkOrigin(x)
-        if (refused !== undefined) return fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
-        // the body is read only when the use-case awaits it
-        let read: Promise<Record<string, unknown>> | undefined
-        const body: PromiseLike<Record<string, unknown>> = { then: (ok, fail) => (read ??= readJsonBody(x.req, bodyLimit)).then(ok, fail) }
-        loggedIn(x, await auth.login(body, withDevices(x), true))
+        // refuses is answered here and then (with the in-process limiter, without a promise), and
+        // its body is never parsed (node discards it once the 429 is written). A foreign origin is
+        // still told 403 first.
+        const admitted = auth.admitLogin(x.client())
+        return admitted instanceof Promise ? admitted.then((refused) => afterAdmit(x, refused)) : afterAdmit(x, admitted)
       },
     },
     '/api/auth/login/mfa': {
@@ -264,11 +269,8 @@ export function createApp(deps: AppDeps): Handler {
       },
     },
     '/api/auth/me': {
-      GET: async (x) => {
-        // the body comes made (core/me-view.ts keeps it with the user it answers)
-        const me = await auth.me(firstHeader(x.req, 'authorization'))
-        sendText(x, 200, me.body, me.bytes)
-      },
+      // the body comes made (core/me-view.ts keeps it with the user it answers)
+      GET: (x) => auth.me(firstHeader(x.req, 'authorization')).then((me) => sendText(x, 200, me.body, me.bytes)),
     },
     // a signed-in user's own account (README, "Your own account"): the token is checked before
     // the body is read

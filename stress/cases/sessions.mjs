@@ -127,7 +127,7 @@ export async function run({ scale, dir, say }) {
     clearInterval(ticker)
     h.disable()
     const maxDelay = h.max / 1e6
-    const left = store.sessionEntries({ limit: live + cfg.expired }).length
+    const left = (await store.sessionEntries({ limit: live + cfg.expired })).length
     await store.close()
     const p99 = h.percentile(99) / 1e6
     say(`sessions: the sweep deleted ${deleted} in ${Math.round(ms)} ms; event-loop delay max ${round(maxDelay, 1)} ms, p99 ${round(p99, 1)} ms; a 10 ms timer fired ${ticks} times meanwhile`)
