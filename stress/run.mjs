@@ -7,7 +7,7 @@
  *   node stress/run.mjs [--scale full|small] [--only fuzz,timing,…] [--json FILE] [--markdown FILE] [--keep]
  *
  * --scale small runs every case at the tiny scale npm test uses (statistical thresholds are then
- * reported, not judged). Every loop is bounded in count and time; the whole run is cut at 15 min.
+ * reported, not judged). Every loop is bounded in count and time; the whole run is cut at 25 min.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, readdirSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
@@ -36,7 +36,7 @@ import * as racesPg from './cases/races-pg.mjs'
 import * as limiterPg from './cases/limiter-pg.mjs'
 
 const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions, mfaTiming, crashPg, racesPg, limiterPg]
-const RUN_LIMIT_MS = 15 * 60_000
+const RUN_LIMIT_MS = 25 * 60_000
 
 const { values: args } = parseArgs({
   options: {
