@@ -31,8 +31,11 @@ import * as limiterFill from './cases/limiter-fill.mjs'
 import * as longEmail from './cases/long-email.mjs'
 import * as sessions from './cases/sessions.mjs'
 import * as mfaTiming from './cases/mfa-timing.mjs'
+import * as crashPg from './cases/crash-pg.mjs'
+import * as racesPg from './cases/races-pg.mjs'
+import * as limiterPg from './cases/limiter-pg.mjs'
 
-const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions, mfaTiming]
+const CASES = [fuzz, timing, limiter, flood, slow, crash, races, hygiene, audit, lockout, limiterFill, longEmail, junk, sessions, mfaTiming, crashPg, racesPg, limiterPg]
 const RUN_LIMIT_MS = 15 * 60_000
 
 const { values: args } = parseArgs({

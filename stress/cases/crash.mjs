@@ -5,7 +5,9 @@
  * over HTTP: acknowledged users exist, acknowledged sessions still refresh, and no refresh token
  * whose logout was acknowledged works again. The audit log (README, "Audit log") is held to the
  * same: after each crash every acknowledged register, login, wrong login and logout has its event,
- * no event is there without its change, and `authctl audit verify` finds the chain intact.
+ * no event is there without its change, and `authctl audit verify` finds the chain intact. On
+ * PostgreSQL (crash-pg.mjs) the same, with the database read after each crash instead of the LMDB
+ * file.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -35,8 +37,11 @@ const ENV = {
 const tag = () => randomBytes(6).toString('hex')
 const pick = (list) => list[Math.floor(Math.random() * list.length)]
 
-export async function run({ scale, dir, say }) {
+/** `store`: the PostgreSQL store to run on (lib/pg.mjs, onPostgres); by default LMDB in `dir` */
+export async function run({ scale, dir, say, store }) {
   const cfg = SCALE[scale]
+  const env = { ...ENV, ...store?.env }
+  const name = store === undefined ? 'crash' : 'crash-pg'
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir, { recursive: true })
   const logFile = join(dir, 'authd.log')
@@ -53,7 +58,8 @@ export async function run({ scale, dir, say }) {
   const ledger = auditLedger()
   const auditLog = { bySeq: new Map(), maxSeq: 0 }
   const audit = { missing: new Map(), orphans: new Map(), gaps: new Map(), verify: [] }
-  const ctl = (args) => authctl([...args, '--data', dataDir])
+  // authctl on the daemon's store: the data directory, or the database (store.env)
+  const ctl = (args) => authctl([...args, '--data', dataDir], store?.env)
   /** reads the new events and holds them against the ledger and `st`, the store as it is now (not running) */
   const auditCheck = async (when, st) => {
     const read = await readNewEvents(ctl, auditLog)
@@ -64,7 +70,7 @@ export async function run({ scale, dir, say }) {
     if (verified !== null) audit.verify.push(`${when}: ${verified}`)
   }
 
-  let d = await startDaemon({ dataDir, logFile, env: ENV })
+  let d = await startDaemon({ dataDir, logFile, env })
   tally.readyMs.push(d.readyMs)
   for (let cycle = 0; cycle < cfg.cycles; cycle++) {
     let killed = false
@@ -152,7 +158,7 @@ export async function run({ scale, dir, say }) {
     tally.opsPerCycle.push(ops)
 
     // what the store holds after the crash
-    const st = inspectStore(dataDir)
+    const st = store === undefined ? inspectStore(dataDir) : await store.inspect()
     for (const p of st.problems) tally.partial.push(`cycle ${cycle}: ${p}`)
     for (const [email, u] of users) {
       if (u.state === 'acked' && !st.emails.has(email)) tally.lost.push(`cycle ${cycle}: acknowledged user ${email} is gone`)
@@ -170,7 +176,7 @@ export async function run({ scale, dir, say }) {
     await auditCheck(`cycle ${cycle}`, st)
 
     // restart, and check over HTTP
-    d = await startDaemon({ dataDir, logFile, env: ENV })
+    d = await startDaemon({ dataDir, logFile, env })
     tally.readyMs.push(d.readyMs)
     for (const t of revoked) {
       const res = await refresh(d.url, t)
@@ -206,13 +212,13 @@ export async function run({ scale, dir, say }) {
         s.state = 'loggedOut'
       }
     }
-    say(`crash: cycle ${cycle + 1}/${cfg.cycles}: ${ops} ops before kill -9; ready in ${round(d.readyMs, 0)} ms; ${users.size} users, ${sessions.filter((s) => s.state === 'live').length} live sessions, ${revoked.size} logged out`)
+    say(`${name}: cycle ${cycle + 1}/${cfg.cycles}: ${ops} ops before kill -9; ready in ${round(d.readyMs, 0)} ms; ${users.size} users, ${sessions.filter((s) => s.state === 'live').length} live sessions, ${revoked.size} logged out`)
   }
   await d.stop()
   // with the events of the last restart's checks, after a clean stop
-  await auditCheck('after the last restart', inspectStore(dataDir))
+  await auditCheck('after the last restart', store === undefined ? inspectStore(dataDir) : await store.inspect())
   const auditFound = [...audit.missing.values(), ...audit.orphans.values(), ...audit.gaps.values(), ...audit.verify]
-  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking, ...auditFound].slice(0, 10)) say(`crash: ✗ ${l}`)
+  for (const l of [...tally.lost, ...tally.partial, ...tally.revokedWorking, ...auditFound].slice(0, 10)) say(`${name}: ✗ ${l}`)
 
   return {
     figures: [

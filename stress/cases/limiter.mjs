@@ -3,7 +3,10 @@
  * account can be made to run per hour; bounded memory under a flood of distinct keys; a 429 that
  * costs no hash while the box is busy (a full limiter forgets keys, never refuses for room); and
  * distributed stuffing (one attempt per account, a few
- * per address, under every limit) visible in metrics and logs.
+ * per address, under every limit) visible in metrics and logs. On PostgreSQL (limiter-pg.mjs) the
+ * counters are the database's: the concurrent logins of (a) and the accounts' attempts of (b) are
+ * spread over two daemons on one database and held to the same limits, and the flood of keys (c)
+ * must leave the daemon's memory alone (the keys are rows; nothing is forgotten to make room).
  */
 import { execFile } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
@@ -37,16 +40,29 @@ const SCALE = {
 
 const tag = () => randomBytes(6).toString('hex')
 
-export async function run({ scale, dir, say }) {
+/** `store`: the PostgreSQL store to run on (lib/pg.mjs, onPostgres); by default LMDB in `dir` */
+export async function run({ scale, dir, say, store }) {
   const cfg = SCALE[scale]
   const figures = []
   const extra = {}
+  const name = store === undefined ? 'limiter' : 'limiter-pg'
+  say = ((said) => (msg) => said(msg.replace(/^limiter:/, `${name}:`)))(say)
 
-  // ---- a daemon with the default limits
+  // ---- a daemon with the default limits (on PostgreSQL, two on one database)
   const dataDir = join(dir, 'data')
   mkdirSync(dataDir, { recursive: true })
-  const d = await startDaemon({ dataDir, logFile: join(dir, 'authd.log') })
+  const d = await startDaemon({ dataDir, logFile: join(dir, 'authd.log'), env: store?.env })
   const url = d.url
+  const daemons = [d]
+  if (store !== undefined) {
+    mkdirSync(join(dir, 'data2'), { recursive: true })
+    daemons.push(await startDaemon({ dataDir: join(dir, 'data2'), logFile: join(dir, 'authd2.log'), env: store.env }))
+  }
+  /** the daemon the i-th request goes to, and the metrics of all of them */
+  const at = (i) => daemons[i % daemons.length].url
+  const scrapeAll = () => Promise.all(daemons.map((x) => scrape(x.url)))
+  const evaluatedBetween = (before, after) =>
+    after.reduce((n, a, i) => n + metric(a, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before[i], 'authd_login_total', { outcome: 'invalid_credentials' }), 0)
   let addr = 40_000
   const next = () => loopbackAddress(addr++)
   const newUser = async () => {
@@ -59,11 +75,11 @@ export async function run({ scale, dir, say }) {
   // (a) 50 concurrent wrong logins, one address, one account: exactly 5 run a hash (per_ip_email 5/15m)
   {
     const victim = await newUser()
-    const before = await scrape(url)
+    const before = await scrapeAll()
     const agent = agentFor(next(), 50)
-    const replies = await Promise.all(Array.from({ length: 50 }, () => login(url, victim.email, password(), { agent })))
-    const after = await scrape(url)
-    const evaluated = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
+    const replies = await Promise.all(Array.from({ length: 50 }, (_, i) => login(at(i), victim.email, password(), { agent })))
+    const after = await scrapeAll()
+    const evaluated = evaluatedBetween(before, after)
     const s401 = replies.filter((r) => r.status === 401).length
     const s429 = replies.filter((r) => r.status === 429).length
     say(`limiter: 50 concurrent → ${s401}×401, ${s429}×429, ${evaluated} hashes`)
@@ -73,14 +89,14 @@ export async function run({ scale, dir, say }) {
   // (b) one account from many addresses: verifications per hour are bounded (per_email 20/1h)
   {
     const victim = await newUser()
-    const before = await scrape(url)
+    const before = await scrapeAll()
     const addresses = Array.from({ length: cfg.perAccount }, next)
     const statuses = []
     await pool(cfg.perAccount, 8, async (i) => {
-      statuses.push((await login(url, victim.email, password(), { localAddress: addresses[i] })).status)
+      statuses.push((await login(at(i), victim.email, password(), { localAddress: addresses[i] })).status)
     })
-    const after = await scrape(url)
-    const verified = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
+    const after = await scrapeAll()
+    const verified = evaluatedBetween(before, after)
     say(`limiter: ${cfg.perAccount} attempts on one account from ${cfg.perAccount} addresses → ${verified} verifications`)
     figures.push(check('verifications/account/h', verified, '<=', 100), check('401 = verifications', statuses.filter((s) => s === 401).length, '=', verified))
   }
@@ -143,7 +159,7 @@ export async function run({ scale, dir, say }) {
     const after = await scrape(url)
     const counted = metric(after, 'authd_login_total', { outcome: 'invalid_credentials' }) - metric(before, 'authd_login_total', { outcome: 'invalid_credentials' })
     await sleep(500)
-    await d.stop()
+    for (const x of daemons) await x.stop()
     const ids = new Set(accounts.map((a) => a.id))
     const lines = readLogLines(d.logFile).filter((l) => l.event === 'login' && l.outcome === 'bad_password' && ids.has(l.userId))
     const ips = new Set(lines.map((l) => l.ip))
@@ -165,7 +181,7 @@ export async function run({ scale, dir, say }) {
     // the snapshot signal is how the case makes the daemon collect garbage before measuring
     const env = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1', NODE_OPTIONS: '--heapsnapshot-signal=SIGUSR2' }
     if (cfg.maxKeys !== null) env.AUTHD_RATE_LIMIT_MAX_KEYS = String(cfg.maxKeys)
-    const k = await startDaemon({ dataDir: keysDir, logFile: join(dir, 'authd-keys.log'), env })
+    const k = await startDaemon({ dataDir: keysDir, logFile: join(dir, 'authd-keys.log'), env: { ...env, ...store?.env } })
     const maxKeys = cfg.maxKeys ?? 100_000
     // (a heap snapshot leaves RSS inflated: the first one comes before the RSS baseline; at the
     // small scale of npm test the few keys are not worth two snapshots)
@@ -212,7 +228,8 @@ export async function run({ scale, dir, say }) {
     say(`limiter: ${sent} distinct keys in ${round(seconds, 1)} s → ${JSON.stringify(statuses)}; ${evicted} forgotten; live heap ${mb(heapBefore)} → ${mb(heapAfter)} MB; RSS ${mb(rssBefore)} → ${mb(rssAfter)} MB`)
     figures.push(
       check('distinct keys', sent, '>=', cfg.keys),
-      check('keys held', held, '<=', maxKeys),
+      // PostgreSQL keeps every key (rows of the database), and forgets none to make room
+      store === undefined ? check('keys held', held, '<=', maxKeys) : info('keys held (database rows)', held),
       check('refused for room', statuses[429] ?? 0, '=', 0),
       // what the keys hold: the live heap after a full collection (RSS also carries V8's headroom)
       measureHeap ? check('keys memory', mb(heapAfter - heapBefore), '<=', 64, 'MB') : info('heap growth (not collected)', mb(heapAfter - heapBefore), 'MB'),

@@ -1,7 +1,9 @@
 /**
  * Case 7 — refresh races. On fresh sessions: logout and refresh of one token sent at the same
  * instant; and 20 refreshes of one token at once. Never two live successors, and nothing of a
- * session works after its logout was answered 200.
+ * session works after its logout was answered 200. On PostgreSQL (races-pg.mjs) over two daemons
+ * on one database: the logout goes to one and the refresh to the other, and the parallel
+ * refreshes alternate between them.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -19,12 +21,20 @@ const SCALE = { full: { iterations: 100, parallel: 20 }, small: { iterations: 10
 
 const delay = (ms) => (ms < 0.5 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms)))
 
-export async function run({ scale, dir, say }) {
+/** `store`: the PostgreSQL store to run on (lib/pg.mjs, onPostgres); by default LMDB in `dir` */
+export async function run({ scale, dir, say, store }) {
   const cfg = SCALE[scale]
-  const dataDir = join(dir, 'data')
-  mkdirSync(dataDir, { recursive: true })
-  const d = await startDaemon({ dataDir, logFile: join(dir, 'authd.log') })
+  const name = store === undefined ? 'races' : 'races-pg'
+  const daemons = []
+  for (let i = 0; i < (store === undefined ? 1 : 2); i++) {
+    const dataDir = join(dir, `data${i || ''}`)
+    mkdirSync(dataDir, { recursive: true })
+    daemons.push(await startDaemon({ dataDir, logFile: join(dir, `authd${i || ''}.log`), env: store?.env }))
+  }
+  const d = daemons[0]
   const url = d.url
+  /** the daemon the i-th request of a race goes to */
+  const at = (i) => daemons[i % daemons.length].url
   const user = { email: `race-${randomBytes(6).toString('hex')}@example.test`, password: password() }
   if ((await register(url, user.email, user.password)).status !== 201) throw new Error('setup: register failed')
 
@@ -46,31 +56,34 @@ export async function run({ scale, dir, say }) {
     const lag = Math.random() * 3
     const logoutFirst = i % 2 === 0
     const [out, ref] = await Promise.all([
-      delay(logoutFirst ? 0 : lag).then(() => logout(url, s.token, { agent })),
-      delay(logoutFirst ? lag : 0).then(() => refresh(url, s.token, { agent })),
+      delay(logoutFirst ? 0 : lag).then(() => logout(at(0), s.token, { agent })),
+      delay(logoutFirst ? lag : 0).then(() => refresh(at(1), s.token, { agent })),
     ])
     if (out.status !== 200) a.working.push(`iteration ${i}: logout answered ${out.status}`)
     if (ref.status === 200) a.refreshWon++
     // nothing of this session may work now: not the token, not a successor, no access token
     const tokens = [s.token, ref.refreshToken].filter(Boolean)
     const accesses = [s.access, ref.accessToken].filter(Boolean)
-    for (const t of tokens) {
-      const r = await refresh(url, t, { localAddress: s.localAddress })
+    // (on every daemon)
+    for (const [k, t] of tokens.entries()) {
+      const r = await refresh(at(k), t, { localAddress: s.localAddress })
       if (r.status !== 401) a.working.push(`iteration ${i}: a refresh token answered ${r.status} after logout`)
     }
     for (const t of accesses) {
-      const r = await me(url, t, { localAddress: s.localAddress })
-      if (r.status !== 401) a.working.push(`iteration ${i}: an access token answered ${r.status} after logout`)
+      for (const x of daemons) {
+        const r = await me(x.url, t, { localAddress: s.localAddress })
+        if (r.status !== 401) a.working.push(`iteration ${i}: an access token answered ${r.status} after logout`)
+      }
     }
   }
-  say(`races: logout ∥ refresh × ${cfg.iterations}: refresh answered 200 first in ${a.refreshWon}; ${a.working.length} violations`)
+  say(`${name}: logout ∥ refresh × ${cfg.iterations}: refresh answered 200 first in ${a.refreshWon}; ${a.working.length} violations`)
 
   // (b) N parallel refreshes of one token
   const b = { twoSuccessors: [], deadSuccessor: [], okCounts: [] }
   for (let i = 0; i < cfg.iterations; i++) {
     const s = await session()
     const agent = agentFor(s.localAddress, cfg.parallel)
-    const replies = await Promise.all(Array.from({ length: cfg.parallel }, () => refresh(url, s.token, { agent })))
+    const replies = await Promise.all(Array.from({ length: cfg.parallel }, (_, k) => refresh(at(k), s.token, { agent })))
     const ok = replies.filter((r) => r.status === 200)
     b.okCounts.push(ok.length)
     const successors = new Set(ok.map((r) => r.refreshToken))
@@ -83,9 +96,9 @@ export async function run({ scale, dir, say }) {
     if (ok.length === 0) b.deadSuccessor.push(`iteration ${i}: no refresh succeeded`)
   }
   const minOk = Math.min(...b.okCounts)
-  say(`races: ${cfg.parallel} parallel refreshes × ${cfg.iterations}: 200s per iteration min ${minOk} max ${Math.max(...b.okCounts)}; ${b.twoSuccessors.length} with two successors`)
-  await d.stop()
-  for (const l of [...a.working, ...b.twoSuccessors, ...b.deadSuccessor].slice(0, 10)) say(`races: ✗ ${l}`)
+  say(`${name}: ${cfg.parallel} parallel refreshes × ${cfg.iterations}: 200s per iteration min ${minOk} max ${Math.max(...b.okCounts)}; ${b.twoSuccessors.length} with two successors`)
+  for (const x of daemons) await x.stop()
+  for (const l of [...a.working, ...b.twoSuccessors, ...b.deadSuccessor].slice(0, 10)) say(`${name}: ✗ ${l}`)
   return {
     figures: [
       check('iterations', cfg.iterations, '>=', scale === 'full' ? 100 : 10),

@@ -13,8 +13,8 @@ export const MIN_VERSION: number
 export const INSTALL_HINT: string
 export const TEMPLATE: string
 export function findPgBin(): PgBin | PgMissing
-export function initServer(pg: PgBin, dir: string): Promise<string>
-export function startServer(pg: PgBin, dir: string): Promise<void>
+export function initServer(pg: PgBin, dir: string, opts?: { durable?: boolean }): Promise<string>
+export function startServer(pg: PgBin, dir: string, opts?: { durable?: boolean }): Promise<void>
 export function stopServer(pg: PgBin, dir: string, mode?: 'smart' | 'fast' | 'immediate'): Promise<void>
 export function destroyServerSync(pg: PgBin, dir: string): void
 export function pgUrl(sock: string, database?: string): string

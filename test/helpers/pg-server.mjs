@@ -137,27 +137,28 @@ function serverDir(pg, dir) {
 
 /**
  * A new cluster in `dir` (made, owned by the server's user), started, listening on the socket
- * directory `dir/sock` only. Resolves to the socket directory.
+ * directory `dir/sock` only. Resolves to the socket directory. `durable`: as a real server
+ * (commits flushed to disk), for measurements (npm run stress); tests run without.
  */
-export async function initServer(pg, dir) {
+export async function initServer(pg, dir, { durable = false } = {}) {
   if (pg.missing) throw new Error(pg.missing)
   if (pg.user === null && process.getuid?.() === 0) throw new Error('running as root, but there is no postgres user to run PostgreSQL as')
   serverDir(pg, dir)
   await run(pg, 'initdb', ['-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'])
   serverDir(pg, join(dir, 'sock'))
-  await startServer(pg, dir)
+  await startServer(pg, dir, { durable })
   return join(dir, 'sock')
 }
 
 /** starts the cluster in `dir` again (pg_ctl -w: resolves once it accepts connections) */
-export async function startServer(pg, dir) {
+export async function startServer(pg, dir, { durable = false } = {}) {
   const opts = [
     `-c listen_addresses='' -k ${join(dir, 'sock')}`,
-    // throwaway data: no flushing to disk
-    '-c fsync=off -c synchronous_commit=off -c full_page_writes=off',
     // several test files at once, each with pools of several daemons
     '-c max_connections=300',
   ]
+  // throwaway data: no flushing to disk
+  if (!durable) opts.push('-c fsync=off -c synchronous_commit=off -c full_page_writes=off')
   // for whoever reads query statistics (CREATE EXTENSION pg_stat_statements in its database)
   if (existsSync(join(pg.bin, '..', 'lib', 'pg_stat_statements.so'))) opts.push('-c shared_preload_libraries=pg_stat_statements')
   await run(pg, 'pg_ctl', ['-w', '-t', '60', '-D', join(dir, 'data'), '-o', opts.join(' '), '-l', join(dir, 'log'), 'start'])

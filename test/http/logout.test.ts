@@ -4,8 +4,7 @@
  */
 import { setTimeout } from 'node:timers/promises'
 import t from 'tap'
-import { addUser, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { addUser, call, CookieJar, openTestStore, startServer, type Reply, type TestServer } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
 
 const EMAIL = 'lou@example.com'
@@ -157,8 +156,7 @@ t.test('login always starts a fresh session, even when an old cookie is presente
 
 t.test('a logout is answered only once the revocation is written', async (t) => {
   // a slow disk: the store's revocation takes 300 ms to be acknowledged
-  const real = await openLmdbStore({ path: t.testdir() })
-  t.teardown(() => real.close())
+  const real = await openTestStore(t, t.testdir())
   let revokedAt = 0
   const store: Store = {
     ...real,

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Test } from 'tap'
 import { ROOT } from '../helpers/app.js'
+import { findPgBin, INSTALL_HINT } from '../helpers/pg-server.mjs'
 
 export interface Figure {
   label: string
@@ -56,4 +57,16 @@ export function allPass(t: Test, result: CaseResult | undefined): void {
   if (result === undefined) return
   for (const f of result.figures) if (f.judged) t.ok(f.pass, `${result.id}: ${f.label} ${f.value}${f.unit} ${f.op ?? ''} ${f.limit ?? ''}`)
   t.equal(result.status, 'PASS', `${result.id}: ${result.note ?? ''}`)
+}
+
+/**
+ * Whether the PostgreSQL cases (…-pg) can run: without the server binaries `t` is skipped with
+ * one line saying so, or fails under AUTHD_REQUIRE_POSTGRES=1 (as test/helpers/pg.ts does).
+ */
+export function withPostgres(t: Test): boolean {
+  const found = findPgBin()
+  if (!('missing' in found)) return true
+  if (process.env.AUTHD_REQUIRE_POSTGRES === '1') t.fail(`${found.missing.split(':')[0]}, and AUTHD_REQUIRE_POSTGRES=1 requires them (install them: ${INSTALL_HINT})`)
+  else t.plan(0, found.missing)
+  return false
 }
