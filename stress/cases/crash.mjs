@@ -6,7 +6,8 @@
  * whose logout was acknowledged works again. The audit log (README, "Audit log") is held to the
  * same: after each crash every acknowledged register, login, wrong login and logout has its event,
  * no event is there without its change, and `authctl audit verify` finds the chain intact. On
- * PostgreSQL (crash-pg.mjs) the same, with the database read after each crash instead of the LMDB file.
+ * PostgreSQL (crash-pg.mjs) the same, with the database read after each crash instead of the LMDB
+ * file.
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
@@ -57,6 +58,7 @@ export async function run({ scale, dir, say, store }) {
   const ledger = auditLedger()
   const auditLog = { bySeq: new Map(), maxSeq: 0 }
   const audit = { missing: new Map(), orphans: new Map(), gaps: new Map(), verify: [] }
+  // authctl on the daemon's store: the data directory, or the database (store.env)
   const ctl = (args) => authctl([...args, '--data', dataDir], store?.env)
   /** reads the new events and holds them against the ledger and `st`, the store as it is now (not running) */
   const auditCheck = async (when, st) => {
