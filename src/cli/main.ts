@@ -367,7 +367,8 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   const code = typeof e?.code === 'string' ? e.code : ''
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
   // NO_BACKUP: `backup` of a store that has none (PostgreSQL); NOT_BUILT: a backend this build lacks
-  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'NO_BACKUP' || code === 'NOT_BUILT'
+  // SCHEMA_TOO_NEW: a store or database written by a newer authd, refused whole
+  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'NO_BACKUP' || code === 'NOT_BUILT' || code === 'SCHEMA_TOO_NEW'
   const deliberate =
     usage ||
     code === 'FAILED' ||
@@ -377,7 +378,6 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
     e?.name === 'AppError' ||
     // the store's database cannot be reached: its sentence says so, exit 1
     e?.name === 'StoreUnavailableError' ||
-    code === 'SCHEMA_TOO_NEW' ||
     err instanceof UnavailableError
   // an unexpected error says so, in the same single line
   io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)

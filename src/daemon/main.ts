@@ -67,8 +67,10 @@ export async function main(io: Io): Promise<number> {
     return code
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    if (err instanceof ConfigError || (err as { code?: unknown } | null)?.code === 'DATA_DIR_NOT_DIRECTORY') {
-      // (a file where the data directory should be: --data or store.path names the wrong thing)
+    const code = (err as { code?: unknown } | null)?.code
+    if (err instanceof ConfigError || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'SCHEMA_TOO_NEW') {
+      // (a file where the data directory should be: --data or store.path names the wrong thing;
+      // a store or database written by a newer authd: README, "Upgrade")
       io.stderr(`authd: ${(err as Error).message}\n`)
       return 2
     }

@@ -83,7 +83,7 @@ t.test('a store written by a newer authd is refused with a clear message and lef
   t.equal(await stampedVersion(dir), 99)
 })
 
-t.test('authd start on a store from a newer authd exits 1 with that one sentence and no stack', async (t) => {
+t.test('authd start on a store from a newer authd exits 2 with that one sentence and no stack', async (t) => {
   const dir = t.testdir()
   await writeFixture(dir, 99)
   const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0'], {
@@ -98,7 +98,7 @@ t.test('authd start on a store from a newer authd exits 1 with that one sentence
   const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
   const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)))
   clearTimeout(timer)
-  t.equal(code, 1, 'exit code 1: the operation failed')
+  t.equal(code, 2, 'exit code 2: refused whole, like a config error')
   t.equal(
     stderr,
     `authd: the store was written by a newer authd (schema 99; this version understands up to ${SCHEMA_VERSION}): upgrade authd or restore a backup\n`,
