@@ -5,9 +5,9 @@
  *
  *   node test/suite.mjs fast   the in-process tests (npm test): everything not in SLOW
  *   node test/suite.mjs slow   the tests that spawn daemons, authctl, browsers, tmux
- *   node test/suite.mjs pg     the tests of ON_BOTH again, on PostgreSQL (AUTHD_TEST_BACKEND=postgres,
+ *   node test/suite.mjs pg     the tests of ON_BOTH again, on PostgreSQL (TEST_STORE_BACKEND=postgres,
  *                              test/helpers/app.ts); without the server binaries it is skipped in one
- *                              line, or fails under AUTHD_REQUIRE_POSTGRES=1 (CI)
+ *                              line, or fails under TEST_REQUIRE_POSTGRES=1 (CI)
  *   node test/suite.mjs slow pg   both (npm run test:slow)
  *
  * A green run prints one character per test file, the coverage summary and the count; a red one
@@ -64,19 +64,19 @@ for (const part of parts) {
 // the PostgreSQL tests skip without the server binaries (test/helpers/pg.ts): one line says so
 const pgBin = findPgBin()
 if ('missing' in pgBin && !parts.includes('pg')) {
-  console.log(process.env.AUTHD_REQUIRE_POSTGRES === '1' ? `${pgBin.missing.replace('tests skip', 'tests fail under AUTHD_REQUIRE_POSTGRES=1')}.` : `${pgBin.missing}.`)
+  console.log(process.env.TEST_REQUIRE_POSTGRES === '1' ? `${pgBin.missing.replace('tests skip', 'tests fail under TEST_REQUIRE_POSTGRES=1')}.` : `${pgBin.missing}.`)
 }
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(status)
 
 /**
  * The pg part without the server binaries (test/helpers/pg.ts): skipped, in one line, or failed
- * under AUTHD_REQUIRE_POSTGRES=1 (CI)
+ * under TEST_REQUIRE_POSTGRES=1 (CI)
  */
 function noPostgres() {
   const { missing } = findPgBin()
-  const required = process.env.AUTHD_REQUIRE_POSTGRES === '1'
-  console.log(`${missing.split(':')[0]}: the tests on PostgreSQL ${required ? 'fail under AUTHD_REQUIRE_POSTGRES=1' : 'skip'} (install them: ${INSTALL_HINT}).`)
+  const required = process.env.TEST_REQUIRE_POSTGRES === '1'
+  console.log(`${missing.split(':')[0]}: the tests on PostgreSQL ${required ? 'fail under TEST_REQUIRE_POSTGRES=1' : 'skip'} (install them: ${INSTALL_HINT}).`)
   return { pass: 0, fail: required ? 1 : 0, code: required ? 1 : 0 }
 }
 
@@ -101,7 +101,7 @@ async function runPart(part, rest) {
   const log = createWriteStream(`.tap/${part}.tap`)
   const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', '--reporter=tap', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: part === 'pg' ? { ...process.env, AUTHD_TEST_BACKEND: 'postgres' } : process.env,
+    env: part === 'pg' ? { ...process.env, TEST_STORE_BACKEND: 'postgres' } : process.env,
   })
 
   const failures = []

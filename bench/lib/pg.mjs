@@ -7,7 +7,7 @@
  * The cluster is removed when the process exits, however it exits.
  *
  * The server binaries are found as the tests find them (test/helpers/pg-server.mjs: Debian's
- * /usr/lib/postgresql/<version>/bin, PATH, or AUTHD_PG_BINDIR; 15 or newer).
+ * /usr/lib/postgresql/<version>/bin, PATH, or TEST_PG_BINDIR; 15 or newer).
  */
 import { execFile, spawnSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'

@@ -1,7 +1,7 @@
 /**
  * Runs the real authctl (built dist/, via bin/authctl.js) as a child process, the way an admin
  * does: argv, environment, standard input; resolves with the exit code and both outputs. With
- * AUTHD_TEST_BACKEND=postgres, `--data <dir>` also puts it on the database of `dir`, the one the
+ * TEST_STORE_BACKEND=postgres, `--data <dir>` also puts it on the database of `dir`, the one the
  * test's daemons and apps on `dir` use (test/helpers/app.ts, storeEnv).
  */
 import { spawn } from 'node:child_process'
@@ -26,7 +26,7 @@ export interface CtlOptions {
 }
 
 export async function runCtl(args: string[], opts: CtlOptions = {}): Promise<CtlResult> {
-  // on PostgreSQL (AUTHD_TEST_BACKEND), `--data <dir>` names the database bound to `dir`
+  // on PostgreSQL (TEST_STORE_BACKEND), `--data <dir>` names the database bound to `dir`
   const data = args.indexOf('--data')
   const bound = data >= 0 && data + 1 < args.length && opts.env?.AUTHD_STORE_BACKEND === undefined
   const env = bound ? { ...(await storeEnv(args[data + 1]!)), ...opts.env } : opts.env

@@ -2,7 +2,7 @@
  * Builds authd on a temp store for tests: in-process services (inject or a real socket on
  * port 0), or the real daemon as a child process. Every resource is torn down with the test.
  *
- * The store is LMDB in the test's directory, or with AUTHD_TEST_BACKEND=postgres (the `pg` part
+ * The store is LMDB in the test's directory, or with TEST_STORE_BACKEND=postgres (the `pg` part
  * of test/suite.mjs) a fresh PostgreSQL database bound to that directory: every app, daemon and
  * authctl (test/cli/run.ts) given the same directory finds the same database (storeEnv), so a
  * test written against a data directory runs unchanged on either backend. A test about LMDB
@@ -32,8 +32,8 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 export const AUTHD_BIN = fileURLToPath(new URL('../../bin/authd.js', import.meta.url))
 export const AUTHCTL_BIN = fileURLToPath(new URL('../../bin/authctl.js', import.meta.url))
 
-/** the backend the contract-level tests run on this time (AUTHD_TEST_BACKEND) */
-export const TEST_BACKEND: 'lmdb' | 'postgres' = process.env.AUTHD_TEST_BACKEND === 'postgres' ? 'postgres' : 'lmdb'
+/** the backend the contract-level tests run on this time (TEST_STORE_BACKEND) */
+export const TEST_BACKEND: 'lmdb' | 'postgres' = process.env.TEST_STORE_BACKEND === 'postgres' ? 'postgres' : 'lmdb'
 export const ON_PG = TEST_BACKEND === 'postgres'
 
 /**
@@ -59,7 +59,7 @@ export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Pro
   let url = databases.get(key)
   if (url === undefined || opts.fresh === true) {
     url = pgDatabase(tap).then((db) => {
-      if (db === null) throw new Error('AUTHD_TEST_BACKEND=postgres, but there is no PostgreSQL server to test on (see test/helpers/pg.ts)')
+      if (db === null) throw new Error('TEST_STORE_BACKEND=postgres, but there is no PostgreSQL server to test on (see test/helpers/pg.ts)')
       return db.url
     })
     databases.set(key, url)

@@ -30,7 +30,7 @@ const [mode, ...args] = process.argv.slice(2)
 
 if (mode === 'watch') {
   const [owner, dir, bin] = args
-  process.env.AUTHD_PG_BINDIR = bin
+  process.env.TEST_PG_BINDIR = bin
   while (alive(Number(owner)) && existsSync(dir)) await sleep(250)
   if (existsSync(dir)) destroyServerSync(findPgBin(), dir)
   process.exit(0)
@@ -42,7 +42,7 @@ if (mode !== 'shared') {
 }
 
 const [base, bin] = args
-process.env.AUTHD_PG_BINDIR = bin
+process.env.TEST_PG_BINDIR = bin
 const server = findPgBin()
 const srv = join(base, 'srv')
 let idleMs = IDLE_MS

@@ -55,7 +55,7 @@ export function alive(pid) {
 let found
 /**
  * The directory holding initdb, pg_ctl and postgres (PostgreSQL 15 or newer), or a sentence
- * saying why there is none. `AUTHD_PG_BINDIR` names the directory (empty: none, as on a machine
+ * saying why there is none. `TEST_PG_BINDIR` names the directory (empty: none, as on a machine
  * without PostgreSQL); else Debian's /usr/lib/postgresql/<version>/bin, newest first; else PATH.
  */
 export function findPgBin() {
@@ -67,8 +67,8 @@ export function findPgBin() {
     return m ? Number(m[1]) : 0
   }
   const candidates = []
-  if (process.env.AUTHD_PG_BINDIR !== undefined) {
-    if (process.env.AUTHD_PG_BINDIR !== '') candidates.push(process.env.AUTHD_PG_BINDIR)
+  if (process.env.TEST_PG_BINDIR !== undefined) {
+    if (process.env.TEST_PG_BINDIR !== '') candidates.push(process.env.TEST_PG_BINDIR)
   } else {
     try {
       const versions = readdirSync('/usr/lib/postgresql')

@@ -120,14 +120,14 @@ t.test('processes attaching at once share one server, and it is gone with its fi
   t.notOk(existsSync(shared), 'its files are removed')
 })
 
-t.test('without the server binaries a PostgreSQL test skips, saying how to install them; under AUTHD_REQUIRE_POSTGRES=1 it fails', async (t) => {
+t.test('without the server binaries a PostgreSQL test skips, saying how to install them; under TEST_REQUIRE_POSTGRES=1 it fails', async (t) => {
   const out = join(mkdtempSync(join(tmpdir(), 'authd-pg-test-')), 'out')
   t.teardown(() => rmSync(join(out, '..'), { recursive: true, force: true }))
-  const skipped = await runNode(FIXTURE, { AUTHD_PG_BINDIR: '', PG_USER_OUT: out, AUTHD_REQUIRE_POSTGRES: '' })
+  const skipped = await runNode(FIXTURE, { TEST_PG_BINDIR: '', PG_USER_OUT: out, TEST_REQUIRE_POSTGRES: '' })
   t.equal(skipped.code, 0, 'the test process passes', { output: skipped.stdout + skipped.stderr })
   t.match(skipped.stdout, /# SKIP PostgreSQL server binaries \(initdb, pg_ctl\) not found: the PostgreSQL tests skip \(install them: apt-get install postgresql\)/)
-  const required = await runNode(FIXTURE, { AUTHD_PG_BINDIR: '', PG_USER_OUT: out, AUTHD_REQUIRE_POSTGRES: '1' })
+  const required = await runNode(FIXTURE, { TEST_PG_BINDIR: '', PG_USER_OUT: out, TEST_REQUIRE_POSTGRES: '1' })
   t.not(required.code, 0, 'the test process fails')
-  t.match(required.stdout, /not ok .*AUTHD_REQUIRE_POSTGRES=1 requires them/)
+  t.match(required.stdout, /not ok .*TEST_REQUIRE_POSTGRES=1 requires them/)
   t.notOk(existsSync(out), 'no database was handed out')
 })

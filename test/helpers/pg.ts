@@ -5,7 +5,7 @@
  * and starts the server (an outage) gets a private one instead.
  *
  * Where the PostgreSQL server binaries (15 or newer) are missing, both answer null and the test
- * is skipped with one line saying how to install them; with AUTHD_REQUIRE_POSTGRES=1 (CI) the
+ * is skipped with one line saying how to install them; with TEST_REQUIRE_POSTGRES=1 (CI) the
  * test fails instead. So a PostgreSQL test starts with
  *
  *   const db = await pgDatabase(t)
@@ -51,12 +51,12 @@ export interface OwnPgServer {
   start(): Promise<void>
 }
 
-/** The server binaries, or null with `t` skipped (failed under AUTHD_REQUIRE_POSTGRES=1). */
+/** The server binaries, or null with `t` skipped (failed under TEST_REQUIRE_POSTGRES=1). */
 function serverFor(t: Test): PgBin | null {
   const found = findPgBin()
   if (!('missing' in found)) return found
-  if (process.env.AUTHD_REQUIRE_POSTGRES === '1') {
-    t.fail(`${found.missing.split(':')[0]}, and AUTHD_REQUIRE_POSTGRES=1 requires them (install them: ${INSTALL_HINT})`)
+  if (process.env.TEST_REQUIRE_POSTGRES === '1') {
+    t.fail(`${found.missing.split(':')[0]}, and TEST_REQUIRE_POSTGRES=1 requires them (install them: ${INSTALL_HINT})`)
   } else {
     t.plan(0, found.missing)
   }

@@ -61,12 +61,12 @@ export function allPass(t: Test, result: CaseResult | undefined): void {
 
 /**
  * Whether the PostgreSQL cases (…-pg) can run: without the server binaries `t` is skipped with
- * one line saying so, or fails under AUTHD_REQUIRE_POSTGRES=1 (as test/helpers/pg.ts does).
+ * one line saying so, or fails under TEST_REQUIRE_POSTGRES=1 (as test/helpers/pg.ts does).
  */
 export function withPostgres(t: Test): boolean {
   const found = findPgBin()
   if (!('missing' in found)) return true
-  if (process.env.AUTHD_REQUIRE_POSTGRES === '1') t.fail(`${found.missing.split(':')[0]}, and AUTHD_REQUIRE_POSTGRES=1 requires them (install them: ${INSTALL_HINT})`)
+  if (process.env.TEST_REQUIRE_POSTGRES === '1') t.fail(`${found.missing.split(':')[0]}, and TEST_REQUIRE_POSTGRES=1 requires them (install them: ${INSTALL_HINT})`)
   else t.plan(0, found.missing)
   return false
 }
