@@ -4,7 +4,7 @@
  * happens in one write transaction, which LMDB serialises across processes. Reads answer with
  * values already resolved: an embedded store answers in microseconds.
  */
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
 import { GENESIS, sealEvent } from './audit-chain.js'
@@ -143,6 +143,18 @@ function ownerOnlyFiles(dir: string): void {
   }
 }
 
+/**
+ * Whether the data directory's mode is the store's to set: an empty directory (just made, or
+ * made for it) or one holding a store, and never a shared one (the sticky bit, as /tmp has). A
+ * directory that holds other things (a home directory, /srv) keeps its mode: only the store's
+ * files in it are made 0600.
+ */
+function ownDirectory(dir: string, mode: number): boolean {
+  if ((mode & 0o1000) !== 0) return false
+  const entries = readdirSync(dir)
+  return entries.length === 0 || entries.includes('data.mdb')
+}
+
 export interface LmdbStoreOptions {
   path: string
   /** open read-only is not offered: authctl writes too */
@@ -170,8 +182,10 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   let root: RootDatabase
   try {
     mkdirSync(opts.path, { recursive: true, mode: 0o700 })
-    // mkdir's mode is masked by umask and ignored for an existing directory: make sure
-    if ((statSync(opts.path).mode & 0o777) !== 0o700) chmodSync(opts.path, 0o700)
+    // mkdir's mode is masked by umask and ignored for an existing directory: make sure, for a
+    // directory that is the store's (README, "Configure")
+    const mode = statSync(opts.path).mode
+    if ((mode & 0o777) !== 0o700 && ownDirectory(opts.path, mode)) chmodSync(opts.path, 0o700)
     refuseForeignFile(join(opts.path, 'data.mdb'))
     ownerOnlyFiles(opts.path)
     root = open({ path: opts.path, noSubdir: false, maxDbs: 16, compression: false })

@@ -3,7 +3,7 @@
  * holds password hashes and private keys. The real programs run under umask 022 (children inherit
  * it), and every file found in the directory afterwards is stat'ed.
  */
-import { chmodSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
@@ -58,4 +58,34 @@ t.test('opening a store made 0644 by an older authd makes its files 0600', async
   const store = await openLmdbStore({ path: dir })
   await store.close()
   ownerOnly(t, dir, ['data.mdb', 'lock.mdb'])
+})
+
+t.test('a data directory that holds other things, or is shared, keeps its mode', async (t) => {
+  // a home directory or /srv named as store.path: only the store's files become 0600
+  const home = join(t.testdir(), 'home')
+  mkdirSync(home)
+  chmodSync(home, 0o755)
+  writeFileSync(join(home, 'notes.txt'), 'mine\n')
+  await (await openLmdbStore({ path: home })).close()
+  t.equal((statSync(home).mode & 0o7777).toString(8), '755', 'a directory with other files keeps 0755')
+  t.equal((statSync(join(home, 'data.mdb')).mode & 0o777).toString(8), '600', 'the store file is 0600')
+  // a shared directory with the sticky bit, as /tmp: never made 0700, even once it holds a store
+  const shared = join(t.testdir(), 'shared')
+  mkdirSync(shared)
+  chmodSync(shared, 0o1777)
+  await (await openLmdbStore({ path: shared })).close()
+  await (await openLmdbStore({ path: shared })).close()
+  t.equal((statSync(shared).mode & 0o7777).toString(8), '1777', 'a sticky directory keeps 1777')
+})
+
+t.test('an existing empty directory, or one holding a store, is made 0700', async (t) => {
+  const empty = join(t.testdir(), 'empty')
+  mkdirSync(empty)
+  chmodSync(empty, 0o755)
+  await (await openLmdbStore({ path: empty })).close()
+  t.equal((statSync(empty).mode & 0o777).toString(8), '700', 'an empty directory becomes 0700')
+  chmodSync(empty, 0o755)
+  writeFileSync(join(empty, 'backup.mdb'), '')
+  await (await openLmdbStore({ path: empty })).close()
+  t.equal((statSync(empty).mode & 0o777).toString(8), '700', 'a directory holding a store becomes 0700 again')
 })
