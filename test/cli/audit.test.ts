@@ -4,12 +4,13 @@
  * outputs, bad flags) and `audit verify` (intact, and broken by a tampered import) with their exit
  * codes; no event holds a password used.
  */
+import { mkdirSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { verifyChain } from '../../src/core/audit.js'
 import { newRefreshToken, hashToken, familyHashOf, newSessionId } from '../../src/core/sessions.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { openTestStore } from '../helpers/app.js'
 import type { AuditEvent, ExportRecord } from '../../src/store/store.js'
 import { secretsIn } from '../helpers/audit.js'
 import { ctlFor, PASSWORD } from './run.js'
@@ -19,7 +20,7 @@ const ACTOR = `authctl:${os.userInfo().username}`
 
 /** a live session of `userId` put straight into the store (as a login would) */
 async function addSessions(dir: string, userId: string, n: number): Promise<string[]> {
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   const ids: string[] = []
   try {
     for (let i = 0; i < n; i++) {
@@ -51,7 +52,7 @@ async function addSessions(dir: string, userId: string, n: number): Promise<stri
 }
 
 async function storeEvents(dir: string): Promise<AuditEvent[]> {
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   try {
     return (await store.auditEvents({ limit: 1000 })).reverse()
   } finally {
@@ -121,7 +122,7 @@ t.test('every authctl change records its admin.* event, with the OS user as acto
   t.ok(events.every((e) => e.actor === ACTOR && e.ip === null && e.userAgent === null), `actor ${ACTOR}, no address`)
   t.same(secretsIn(events, [PASSWORD, OTHER_PASSWORD]), [], 'no password in any event')
   // disable and passwd ended the sessions in their own write: nothing else was recorded between
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   t.teardown(() => store.close())
   t.equal(await store.countSessions(ann), 0)
   const chain = store.auditChain()
@@ -192,13 +193,15 @@ t.test('audit verify: exit 0 and the count when intact; exit 1 and the event whe
   t.same([r.code, r.json()], [0, { ok: true, events: 4 }])
 
   // the store's export with event 3 changed, loaded into a new store as it is
-  const store = await openLmdbStore({ path: dir })
+  const store = await openTestStore(null, dir)
   const records: ExportRecord[] = []
   for await (const rec of store.exportRecords()) records.push(rec)
   await store.close()
   const tampered = records.map((rec) => (rec.type === 'audit' && rec.event.seq === 3 ? { ...rec, event: { ...rec.event, email: 'x@example.com' } } : rec))
   const copy = join(t.testdir(), 'copy')
-  const into = await openLmdbStore({ path: copy })
+  // authctl runs in it (on PostgreSQL nothing else creates it)
+  mkdirSync(copy, { recursive: true, mode: 0o700 })
+  const into = await openTestStore(null, copy)
   await into.importRecords((async function* () {
     yield* tampered
   })())
