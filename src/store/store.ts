@@ -199,13 +199,8 @@ export type ExportRecord =
   | { type: 'audit_anchor'; anchor: AuditAnchor }
   | { type: 'audit'; event: AuditEvent }
 
-/**
- * An audit event as a write hands it to the store (README, "Audit log"): the store gives it its
- * `seq` and `hash` inside the transaction that makes the change it records, so the two commit
- * together. `at` is the time in ms.
- */
-export interface AuditDraft {
-  at: number
+/** What every audit event says (README, "Audit log"); fields that do not apply are null. */
+export interface AuditFields {
   event: string
   /** "api", or "authctl:<os user>" */
   actor: string
@@ -215,6 +210,15 @@ export interface AuditDraft {
   ip: string | null
   userAgent: string | null
   detail: Record<string, unknown>
+}
+
+/**
+ * An audit event as a write hands it to the store: the store gives it its `seq` and `hash`
+ * inside the transaction that makes the change it records, so the two commit together. `at` is
+ * the time in ms.
+ */
+export interface AuditDraft extends AuditFields {
+  at: number
 }
 
 /** The events a write records, written in its transaction if and only if it changed something. */
@@ -227,17 +231,9 @@ export interface SessionAudit {
 }
 
 /** An event as kept: `time` ISO 8601 UTC with ms; `hash` chains it (store/audit-chain.ts). */
-export interface AuditEvent {
+export interface AuditEvent extends AuditFields {
   seq: number
   time: string
-  event: string
-  actor: string
-  userId: string | null
-  email: string | null
-  sessionId: string | null
-  ip: string | null
-  userAgent: string | null
-  detail: Record<string, unknown>
   hash: string
 }
 

@@ -3,6 +3,7 @@
  * returning plain rows. The UI never touches the Store or the domain directly, so views and
  * reducers are tested with a fake and `store-deps.ts` adapts the real operations.
  */
+import type { AuditFields } from '../store/store.js'
 
 export interface UserRow {
   id: string
@@ -62,17 +63,9 @@ export interface SnapshotOptions {
 }
 
 /** An audit event as the Audit view shows it (README, "Audit log"); `at` in ms. */
-export interface AuditRow {
+export interface AuditRow extends AuditFields {
   seq: number
   at: number
-  event: string
-  actor: string
-  userId: string | null
-  email: string | null
-  sessionId: string | null
-  ip: string | null
-  userAgent: string | null
-  detail: Record<string, unknown>
 }
 
 /** The Audit view reads the newest this many events (of those its filter matches) */

@@ -8,7 +8,7 @@ import { useEffect, useRef, type Dispatch } from 'react'
 import { AUDIT_READ, type TuiDeps } from './deps.js'
 import type { Action } from './actions.js'
 import type { State } from './state.js'
-import { errorMessage, POLL_MS } from './use-store-effects.js'
+import { errorMessage, oneAtATime, POLL_MS } from './use-store-effects.js'
 
 export function useAuditFeed(deps: TuiDeps, state: State, dispatch: Dispatch<Action>, opts: { pollMs?: number } = {}): void {
   const pollMs = Math.min(opts.pollMs ?? POLL_MS, POLL_MS)
@@ -21,28 +21,17 @@ export function useAuditFeed(deps: TuiDeps, state: State, dispatch: Dispatch<Act
   useEffect(() => {
     if (!showing) return
     let alive = true
-    let loading = false
-    let again = false
-    const load = (): void => {
-      if (loading) {
-        again = true
-        return
-      }
-      loading = true
-      Promise.resolve()
-        .then(() => deps.auditEvents({ filter: current.current, limit: AUDIT_READ }))
-        .then(
-          (rows) => alive && dispatch({ type: 'auditLoaded', rows }),
-          (err: unknown) => alive && dispatch({ type: 'auditFailed', message: `Cannot read the audit log: ${errorMessage(err)}` }),
-        )
-        .finally(() => {
-          loading = false
-          if (again && alive) {
-            again = false
-            load()
-          }
-        })
-    }
+    const load = oneAtATime(
+      () =>
+        // a read that throws at once is a failure like one that rejects
+        Promise.resolve()
+          .then(() => deps.auditEvents({ filter: current.current, limit: AUDIT_READ }))
+          .then(
+            (rows) => alive && dispatch({ type: 'auditLoaded', rows }),
+            (err: unknown) => alive && dispatch({ type: 'auditFailed', message: `Cannot read the audit log: ${errorMessage(err)}` }),
+          ),
+      () => alive,
+    )
     loadNow.current = load
     load()
     const timer = setInterval(load, pollMs)

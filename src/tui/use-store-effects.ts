@@ -16,6 +16,33 @@ export function errorMessage(err: unknown): string {
   return text.split('\n')[0] || 'Unknown error'
 }
 
+/**
+ * A reader that runs `read` one at a time: a call during a read runs it once more after it (with
+ * whatever it reads then), however many calls came meanwhile, while `alive()` holds. `read`
+ * reports its own outcome and never rejects.
+ */
+export function oneAtATime(read: () => Promise<unknown>, alive: () => boolean): () => void {
+  let loading = false
+  let again = false
+  const load = (): void => {
+    if (loading) {
+      again = true
+      return
+    }
+    loading = true
+    Promise.resolve()
+      .then(read)
+      .finally(() => {
+        loading = false
+        if (again && alive()) {
+          again = false
+          load()
+        }
+      })
+  }
+  return load
+}
+
 export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<Action>, opts: { pollMs?: number } = {}): void {
   const pollMs = opts.pollMs ?? POLL_MS
   const alive = useRef(true)
@@ -29,28 +56,17 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
     alive.current = true
     // a read in progress when the UI quits stops at its next step
     const quit = new AbortController()
-    let loading = false
-    let again = false
-    const load = (): void => {
-      if (loading) {
-        again = true
-        return
-      }
-      loading = true
-      Promise.resolve()
-        .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
-        .then(
-          (snapshot) => alive.current && dispatch({ type: 'loaded', snapshot }),
-          (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
-        )
-        .finally(() => {
-          loading = false
-          if (again && alive.current) {
-            again = false
-            load()
-          }
-        })
-    }
+    const load = oneAtATime(
+      () =>
+        // a read that throws at once is a failure like one that rejects
+        Promise.resolve()
+          .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
+          .then(
+            (snapshot) => alive.current && dispatch({ type: 'loaded', snapshot }),
+            (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
+          ),
+      () => alive.current,
+    )
     loadNow.current = load
     load()
     const timer = setInterval(load, pollMs)
