@@ -371,7 +371,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
 
   // with the in-process limiter, answered at once (no promise) unless a block is to be recorded;
-  // with the database's, once it has counted
+  // with the database's, once it has counted, or at once when it already knows the refusal
   function admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined> {
     const entries = [{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }]
     const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number }> => {
@@ -381,7 +381,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       return block === null ? refused : store.appendAudit([block]).then(() => refused)
     }
     const memory = deps.memoryLimiter
-    return memory !== undefined && memory !== null ? admitted(memory.consume(entries)) : limiter.consume(entries).then(admitted)
+    if (memory !== undefined && memory !== null) return admitted(memory.consume(entries))
+    // the database's limiter answers a refusal it found a moment ago from memory (a 429 flood)
+    const known = limiter.refusedNow?.(entries)
+    return known !== undefined ? admitted(known) : limiter.consume(entries).then(admitted)
   }
 
   const account = createAccount({

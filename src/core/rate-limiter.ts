@@ -40,6 +40,11 @@ export interface RateLimiter {
    * room again.
    */
   consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult>
+  /**
+   * A refusal of `entries` this limiter already knows (a counter found full a moment ago), at
+   * once and without a promise; undefined when only `consume` can tell. Counts nothing.
+   */
+  refusedNow?(entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined
   /** Un-counts exactly the events the consume behind `token` added, if still present. Idempotent. */
   release(token: ConsumeToken): Promise<void>
   /** Forgets `key` under every rule. */

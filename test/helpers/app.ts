@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import type { Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
@@ -22,6 +23,7 @@ import { createServices, type Services, type ServiceOptions } from '../../src/da
 import { listen } from '../../src/daemon/server.js'
 import type { Store, UserRecord } from '../../src/store/store.js'
 import { newUserId } from '../../src/core/users.js'
+import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
 import pg from 'pg'
 import tap from 'tap'
 import { pgDatabase } from './pg.js'
@@ -92,11 +94,15 @@ export async function openTestStore(t: T | null, dir: string): Promise<Store> {
 /**
  * Moves the limiter's windows on by `ms`, for a test that moves its clock (`now`) past a rate
  * limit's window: the in-process limiter (LMDB) runs on that clock already; PostgreSQL's runs on
- * the database's, so the events it holds are made `ms` older instead.
+ * the database's, so the events it holds are made `ms` older instead (and the instance's memory
+ * of its refusals is waited out).
  */
 export async function ageLimits(app: Services, ms: number): Promise<void> {
   if (app.config.store.backend !== 'postgres') return
   await onDatabase(app, (db) => db.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms]))
+  // a refusal the instance was given is answered from memory for a moment (store/pg/limiter.ts),
+  // as after another instance's clear: wait it out
+  await sleep(REFUSAL_HOLD_MS)
 }
 
 /**

@@ -6,7 +6,9 @@
 import t, { type Test } from 'tap'
 import pg from 'pg'
 import { limitKey, type RateEntry, type RateLimiter } from '../../src/core/rate-limiter.js'
+import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
 import { openPgStore } from '../../src/store/pg/pg-store.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { pgDatabase } from '../helpers/pg.js'
 
 const MIN = 60_000
@@ -14,7 +16,10 @@ const rule = (count: number, windowMs = 15 * MIN) => ({ count, windowMs, text: `
 
 interface Setup {
   limiters: RateLimiter[]
-  /** moves every stored event `ms` into the past */
+  /**
+   * moves every stored event `ms` into the past, and waits out the hold in which an instance
+   * answers a refusal it was given from memory (as for another instance's clear)
+   */
   age(ms: number): Promise<void>
   /** the events counted now on `key` under `windowMs` */
   held(key: string, windowMs?: number): Promise<number>
@@ -34,6 +39,7 @@ async function setup(t: Test, n = 1): Promise<Setup | null> {
     limiters: opened.map((o) => o.limiter),
     age: async (ms) => {
       await admin.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms])
+      await sleep(REFUSAL_HOLD_MS)
     },
     held: async (key, windowMs = 15 * MIN) => {
       const { rows } = await admin.query(
@@ -155,3 +161,79 @@ t.test('prune deletes the logs whose events have all left their window, and only
   t.equal(await s.held(long.key, 60 * MIN), 1, 'the live one kept')
   t.equal(await limiter.prune(), 0)
 })
+
+t.test('a refusal is answered from memory for the hold: a flood of refused consumes asks the database once per hold', async (t) => {
+  const target = await pgDatabase(t)
+  if (!target) return
+  const { openDb } = await import('../../src/store/pg/db.js')
+  const { createPgRateLimiter } = await import('../../src/store/pg/limiter.js')
+  // the schema comes with a store opened once on the database
+  const opened = await openPgStore({ url: target.url, poolSize: 2 })
+  const db = openDb({ url: target.url, poolSize: 2, queryTimeoutMs: 2000 })
+  let consumes = 0
+  const counting = { ...db, query: (text: string, values?: readonly unknown[]) => (text.includes('authd_rate_consume') && consumes++, db.query(text, values)) } as typeof db
+  let clock = 1_000_000
+  const limiter = createPgRateLimiter(counting, () => clock)
+  t.teardown(async () => {
+    limiter.close()
+    await db.end()
+    await opened.store.close()
+  })
+  const entry: RateEntry = { key: limitKey('login_ip', '203.0.113.9'), rule: rule(3) }
+  for (let i = 0; i < 3; i++) t.ok((await limiter.consume([entry])).ok)
+  t.equal(limiter.refusedNow!([entry]), undefined, 'nothing known before the database refused')
+  const first = await limiter.consume([entry])
+  t.equal(consumes, 4, 'the first refusal is the database’s')
+  const flood = await Promise.all(Array.from({ length: 100 }, () => limiter.consume([entry])))
+  t.equal(consumes, 4, 'a hundred more refused without a round trip')
+  t.ok(flood.every((r) => !r.ok && r.blockedBy === 0 && !first.ok && r.retryAfterS === first.retryAfterS), 'each refused as the database did')
+  clock += 10_000 / 100 // 100 ms on
+  const known = limiter.refusedNow!([{ key: limitKey('other', 'x'), rule: rule(1) }, entry])
+  t.same(known && !known.ok && known.blockedBy, 1, 'refusedNow names the remembered entry, at once')
+  t.equal(limiter.refusedNow!([{ key: limitKey('other', 'x'), rule: rule(1) }]), undefined, 'other counters are asked')
+  clock += REFUSAL_HOLD_MS
+  const again = await limiter.consume([entry])
+  t.equal(consumes, 5, 'after the hold the database is asked again')
+  t.notOk(again.ok, 'and still refuses: the window is full')
+  t.equal(await held(target.url, entry.key), 3, 'refusals counted nothing')
+})
+
+t.test("another instance's clear is seen within the hold; this instance's own at once", async (t) => {
+  const s = await setup(t, 2)
+  if (!s) return
+  const [a, b] = s.limiters as [RateLimiter, RateLimiter]
+  const entry: RateEntry = { key: limitKey('login_ip_email', '198.51.100.4', 'bo@example.com'), rule: rule(2) }
+  t.ok((await a.consume([entry])).ok)
+  t.ok((await a.consume([entry])).ok)
+  t.notOk((await a.consume([entry])).ok, 'full')
+  t.equal(await b.resetByPart('login_ip_email', 1, 'bo@example.com'), 1, 'cleared on the other instance')
+  const started = performance.now()
+  let seen: number | null = null
+  while (performance.now() - started < 1500) {
+    const r = await a.consume([entry])
+    if (r.ok) {
+      seen = performance.now() - started
+      break
+    }
+    await sleep(20)
+  }
+  t.ok(seen !== null && seen <= REFUSAL_HOLD_MS + 100, `admitted again within the hold (${seen?.toFixed(0)} ms)`)
+  t.ok((await a.consume([entry])).ok, 'the second of two')
+  t.notOk((await a.consume([entry])).ok, 'full again')
+  await a.resetByPart('login_ip_email', 1, 'bo@example.com')
+  t.ok((await a.consume([entry])).ok, 'its own clear: at once')
+})
+
+async function held(url: string, key: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url })
+  await c.connect()
+  try {
+    const { rows } = await c.query(
+      `SELECT count(*)::int AS n FROM authd_rate, unnest(times) AS x WHERE key = $1 AND x + window_ms * 1000 > (extract(epoch FROM clock_timestamp()) * 1000000)::bigint`,
+      [key],
+    )
+    return rows[0].n as number
+  } finally {
+    await c.end()
+  }
+}

@@ -6,9 +6,21 @@
  * in an unlogged table; keys are `limitKey`s (of one size whatever the request held), and a log
  * holds at most its rule's count of events. Nothing is evicted (rate_limit.max_keys bounds the
  * in-process limiter only): expired logs are deleted by a periodic prune.
+ *
+ * A counter the database found full stays full until its oldest event leaves the window (a
+ * refused consume counts nothing), so each instance remembers a refusal for up to
+ * REFUSAL_HOLD_MS and answers the same refusal without a round trip: a flood of refused logins
+ * costs the database one call per counter and hold, not one per request. What can empty a counter
+ * sooner (an admin's `limits clear`, a successful login's release) is seen by every instance
+ * within the hold, well inside the second the README allows.
  */
 import { limitKey, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../../core/rate-limiter.js'
 import type { Db } from './db.js'
+
+/** how long a refusal is answered from memory (an admin's clear is seen within it) */
+export const REFUSAL_HOLD_MS = 500
+/** refusals remembered at most (a flood from many addresses): forgotten all at once beyond it */
+const REFUSALS_KEPT = 10_000
 
 /** how often expired logs are deleted (by each instance; each run is bounded) */
 const PRUNE_EVERY_MS = 60_000
@@ -30,8 +42,25 @@ export interface PgRateLimiter extends RateLimiter {
   close(): void
 }
 
-export function createPgRateLimiter(db: Db): PgRateLimiter {
+export function createPgRateLimiter(db: Db, now: () => number = () => performance.now()): PgRateLimiter {
   const issued = new WeakMap<ConsumeToken, Counted>()
+  /** `key window` → a refusal the database gave: asked again at `recheck`, room again at `free` */
+  const refusals = new Map<string, { recheck: number; free: number }>()
+  const counter = (e: RateEntry): string => `${e.key} ${e.rule.windowMs}`
+
+  /** a refusal of `entries` remembered and still held, or undefined: ask the database */
+  const remembered = (entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined => {
+    if (refusals.size === 0) return undefined
+    const t = now()
+    for (let i = 0; i < entries.length; i++) {
+      const c = counter(entries[i]!)
+      const r = refusals.get(c)
+      if (r === undefined) continue
+      if (r.recheck > t) return { ok: false, retryAfterS: Math.max(1, Math.ceil((r.free - t) / 1000)), blockedBy: i }
+      refusals.delete(c)
+    }
+    return undefined
+  }
 
   const prune = async (): Promise<number> => {
     const rows = await db.query<{ n: number }>(
@@ -55,14 +84,28 @@ export function createPgRateLimiter(db: Db): PgRateLimiter {
   timer.unref()
 
   return {
+    refusedNow: remembered,
+
     async consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult> {
+      const held = remembered(entries)
+      if (held !== undefined) return held
       const keys = entries.map((e) => e.key)
       const windows = entries.map((e) => e.rule.windowMs)
       const [r] = await db.query<{ ok: boolean; wait_us: number; blocked_by: number; at_us: number | null }>(
         `SELECT ok, wait_us, blocked_by, at_us FROM authd_rate_consume($1, $2, $3)`,
         [keys, windows, entries.map((e) => e.rule.count)],
       )
-      if (!r!.ok) return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by }
+      if (!r!.ok) {
+        const waitMs = r!.wait_us / 1000
+        const t = now()
+        const c = counter(entries[r!.blocked_by]!)
+        // a counter listed twice in one call was refused for the double charge: not remembered
+        if (entries.filter((e) => counter(e) === c).length === 1) {
+          if (refusals.size >= REFUSALS_KEPT) refusals.clear()
+          refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
+        }
+        return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by }
+      }
       const token: ConsumeToken = { kind: 'rate-limit-token' }
       issued.set(token, { keys, windows, at: r!.at_us! })
       return { ok: true, token }
@@ -77,10 +120,12 @@ export function createPgRateLimiter(db: Db): PgRateLimiter {
     },
 
     async reset(key) {
+      refusals.clear()
       await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
     },
 
     async resetByPart(axis, index, part) {
+      refusals.clear()
       // keys are `axis:h1|h2…` (limitKey); the part's hash sits at `index` after the colon
       const rows = await db.query<{ n: number }>(
         `WITH gone AS (
