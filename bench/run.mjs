@@ -24,7 +24,8 @@
  * --no-postgres (skip the PostgreSQL rows), --pg-fsync on|off (on: PostgreSQL's durable
  * defaults; off: fsync, synchronous_commit and full_page_writes off), --pg-pool N (authd's
  * store.pool_size, 10), --pg-cpu auto|server|load|N (PostgreSQL's core; auto: one of its own
- * with three cores or more, else the server's).
+ * with three cores or more, else the load generator's: in production the database is another
+ * machine, so it does not take authd's core).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

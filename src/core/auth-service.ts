@@ -654,9 +654,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       const now = deps.now()
       const hash = hashToken(token)
+      // the session's user, read with it: the one the decision that took effect saw
+      let user: UserRecord | undefined
       const outcome: RefreshOutcome = await store.refreshSession(
         hash,
-        (s) => {
+        (s, u) => {
+          user = u
           const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
           // the session ends in this write: its event with it, naming who presented the token
           if (d.result.kind !== 'reuse') return d
@@ -672,7 +675,6 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         if (outcome.kind !== 'reuse') events.refresh(outcome.kind === 'expired' ? 'expired' : 'invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const user = await store.getUser(outcome.session.userId)
       if (user === undefined || user.disabled) {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')

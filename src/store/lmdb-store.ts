@@ -503,12 +503,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       if (evicted.length > 0) await root.flushed
       return evicted
     },
-    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
       let revoked = false
       const result = await write((changed) => {
         const sid = (tooLong(tokenHash) ? undefined : refresh.get(tokenHash)) ?? (familyHash === undefined || tooLong(familyHash) ? undefined : refresh.get(familyHash))
         const current = sid === undefined ? undefined : sessions.get(sid)
-        const d = decide(current)
+        const d = decide(current, current === undefined ? undefined : users.get(current.userId))
         if (d.action === 'rotate') {
           const next = d.session
           putSessionTx(next)

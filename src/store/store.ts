@@ -357,9 +357,11 @@ export interface Store {
   /**
    * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
    * one of the token's family (`familyHash`: any token the session ever had), and lets
-   * `decide` choose, atomically with respect to every other writer, what happens to it.
+   * `decide` choose, atomically with respect to every other writer, what happens to it. `decide`
+   * is given the session's user too, read with it (undefined when there is no session or the
+   * user is gone), so a refresh needs no read of its own.
    */
-  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
+  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined, user: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
   /**
    * Replaces a session's record with `change(current)`, inside a write transaction; `change` may
    * answer undefined to leave it as it is. Not for rotation (refreshSession): the token entries

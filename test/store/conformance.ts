@@ -342,6 +342,22 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(await store.refreshSession('h-s1', () => ({ action: 'revoke', result: 'gone' })), 'gone', 'a revoke of nothing is harmless')
   })
 
+  await t.test("refreshSession: the decision is given the session's user, read with it", async (t) => {
+    const store = await fresh(t)
+    await store.createUser(user('u1', 'ann@example.com'))
+    await store.createSession(session('s1', 'u1'))
+    await store.createSession(session('s9', 'u-gone'))
+    const given: Array<[string | undefined, string | undefined]> = []
+    const look = (hash: string) => store.refreshSession(hash, (s, u) => (given.push([s?.id, u?.email]), { action: 'none', result: undefined }))
+    await look('h-s1')
+    await look('h-s9')
+    await look('unknown')
+    t.same(given, [['s1', 'ann@example.com'], ['s9', undefined], [undefined, undefined]], 'the user, none for a session whose user is gone, none without a session')
+    await store.updateUser('u1', (u) => ({ ...u, email: 'ann.b@example.com', disabled: true }))
+    const rotated = await store.refreshSession('h-s1', (s, u) => ({ action: 'rotate', session: { ...s!, refreshHash: 'h-s1b', generation: 1 }, result: [u?.email, u?.disabled] }))
+    t.same(rotated, ['ann.b@example.com', true], 'as stored now')
+  })
+
   await t.test('refreshSession with the real decision: grace by hash and by family, reuse ends the session, concurrency', async (t) => {
     const store = await fresh(t)
     const rt0 = await login(store, 'sa', 'u1')

@@ -110,7 +110,7 @@ const sessionColumns = (s: SessionRecord): unknown[] => [s.id, s.userId, s.creat
 
 /** the session of a refresh token, else of its family (the token's own entry first), with its row version */
 const REFRESH_READ = `
-  SELECT s.record, s.xmin::text AS v FROM authd_sessions s
+  SELECT s.record, s.xmin::text AS v, u.record AS user FROM authd_sessions s LEFT JOIN authd_users u ON u.id = s.user_id
   WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
                 ORDER BY t.hash = $1 DESC LIMIT 1)`
 
@@ -374,13 +374,13 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       return ended
     })
 
-  const refreshLocked = <T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> =>
+  const refreshLocked = <T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> =>
     db.tx(async (sql) => {
       // the session of the token (else of its family), locked: a concurrent refresh of the
-      // same session waits here, then sees the record as that one left it
-      const rows = await sql.query<{ record: SessionRecord }>(`${REFRESH_READ} FOR UPDATE`, [tokenHash, familyHash ?? null])
+      // same session waits here, then sees the record as that one left it (its user unlocked)
+      const rows = await sql.query<{ record: SessionRecord; user: UserRecord | null }>(`${REFRESH_READ} FOR UPDATE OF s`, [tokenHash, familyHash ?? null])
       const current = rows[0]?.record
-      const d = decide(current)
+      const d = decide(current, rows[0]?.user ?? undefined)
       if (d.action === 'rotate') {
         await sql.query(PUT_SESSION, rotationColumns(current, d.session))
       } else if (d.action === 'revoke' && current !== undefined) {
@@ -488,13 +488,13 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       if (ok) return ended
       return createSessionLocked(s, limit, audit)
     },
-    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
       // Two round trips where nothing races (a refresh's usual case): the session read without a
       // lock, the decision taken, and the rotation written in one statement only if the row is
       // still the version read (its xmin). Whatever else (a decision with events, a revocation, a
       // row changed in between) takes the locked transaction below, which decides again.
-      const [seen] = await db.query<{ record: SessionRecord; v: string }>(REFRESH_READ, [tokenHash, familyHash ?? null])
-      const d = decide(seen?.record)
+      const [seen] = await db.query<{ record: SessionRecord; v: string; user: UserRecord | null }>(REFRESH_READ, [tokenHash, familyHash ?? null])
+      const d = decide(seen?.record, seen?.user ?? undefined)
       if ((d.audit ?? []).length === 0) {
         if (d.action === 'none' || (d.action === 'revoke' && seen === undefined)) return d.result
         if (d.action === 'rotate' && seen !== undefined && d.session.id === seen.record.id) {
