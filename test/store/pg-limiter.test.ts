@@ -237,3 +237,55 @@ async function held(url: string, key: string): Promise<number> {
     await c.end()
   }
 }
+
+t.test('the lean consume and release of one or two counters answer as the general function does', async (t) => {
+  const target = await pgDatabase(t)
+  if (!target) return
+  const opened = await openPgStore({ url: target.url, poolSize: 2 })
+  const c = new pg.Client({ connectionString: target.url })
+  await c.connect()
+  t.teardown(async () => {
+    await c.end()
+    await opened.store.close()
+  })
+  // a small deterministic generator: the same sequence on every run
+  let seed = 42
+  const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n)
+  const names = ['a', 'b', 'c']
+  const windows = [60_000, 3_600_000]
+  const counts = [0, 1, 2, 3, 5]
+  const taken: Array<{ lean: string; general: string; keys: string[]; windows: number[] }> = []
+  let same = 0
+  let consumes = 0
+  let refused = 0
+  for (let step = 0; step < 300; step++) {
+    const op = rand(10)
+    if (op === 0) {
+      // both sides' events made older alike: some leave their window
+      await c.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - 40000000::bigint FROM unnest(times) AS x ORDER BY x)`)
+      continue
+    }
+    if (op <= 2 && taken.length > 0) {
+      const r = taken.splice(rand(taken.length), 1)[0]!
+      await c.query(`SELECT authd_rate_release($1, $2, $3)`, [r.keys.map((k) => `L${k}`), r.windows, r.lean])
+      await c.query(`SELECT authd_rate_release_n($1, $2, $3)`, [r.keys.map((k) => `G${k}`), r.windows, r.general])
+      continue
+    }
+    const n = 1 + rand(2)
+    const keys = Array.from({ length: n }, () => names[rand(3)]!)
+    const ws = Array.from({ length: n }, () => windows[rand(2)]!)
+    const cs = Array.from({ length: n }, () => counts[rand(5)]!)
+    const lean = (await c.query(`SELECT ok, blocked_by, at_us FROM authd_rate_consume($1, $2, $3)`, [keys.map((k) => `L${k}`), ws, cs])).rows[0]
+    const general = (await c.query(`SELECT ok, blocked_by, at_us FROM authd_rate_consume_n($1, $2, $3)`, [keys.map((k) => `G${k}`), ws, cs])).rows[0]
+    consumes++
+    if (!lean.ok) refused++
+    if (lean.ok === general.ok && lean.blocked_by === general.blocked_by) same++
+    else t.fail(`step ${step}: ${JSON.stringify({ keys, ws, cs, lean, general })}`)
+    if (lean.ok) taken.push({ lean: lean.at_us, general: general.at_us, keys, windows: ws })
+  }
+  t.ok(consumes > 150 && same === consumes, `the same answer at every consume (${same} of ${consumes})`)
+  t.ok(refused > 20 && refused < consumes - 20, `both answers were given (${refused} refused)`)
+  const held = await c.query(`SELECT substr(key, 2) AS k, window_ms, cardinality(times) AS n, left(key, 1) AS side FROM authd_rate ORDER BY 1, 2, 4`)
+  const bySide = (side: string) => held.rows.filter((r) => r.side === side).map((r) => `${r.k} ${r.window_ms} ${r.n}`)
+  t.same(bySide('L'), bySide('G'), 'and the same counters held')
+})

@@ -308,6 +308,134 @@ const MIGRATIONS: readonly string[] = [
   END
   $$;
   `,
+  // 2 → 3: the limiter's consume and release of one or two counters without a query per call to
+  // sort them (about a third less database time per consume)
+  `
+  -- A consume or release of one counter, or of two different ones (every consume authd makes),
+  -- takes a lean path: the counters in variables, the lock order by one comparison, expired
+  -- events cut off by an array slice. Any other call (more counters, one listed twice) goes to
+  -- the general function, renamed authd_rate_consume_n / authd_rate_release_n. Same answers.
+  ALTER FUNCTION authd_rate_consume(text[], bigint[], integer[]) RENAME TO authd_rate_consume_n;
+  ALTER FUNCTION authd_rate_release(text[], bigint[], bigint) RENAME TO authd_rate_release_n;
+
+  CREATE FUNCTION authd_rate_consume(p_keys text[], p_windows bigint[], p_counts integer[])
+  RETURNS TABLE (ok boolean, wait_us bigint, blocked_by integer, at_us bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    n constant integer := coalesce(cardinality(p_keys), 0);
+    -- lock (and write) order: the second counter first when it sorts first
+    swap constant boolean := n = 2 AND (p_keys[2] COLLATE "C" < p_keys[1] COLLATE "C" OR (p_keys[2] = p_keys[1] AND p_windows[2] < p_windows[1]));
+    h1 bigint[];
+    h2 bigint[];
+    f1 boolean := false;
+    f2 boolean := false;
+    first1 integer;
+    first2 integer;
+    h bigint[];
+    i integer;
+    t bigint;
+    w bigint;
+    first integer;
+    live integer;
+    over integer;
+    waiting bigint;
+    blocked integer;
+    added integer;
+  BEGIN
+    IF n > 2 OR (n = 2 AND p_keys[1] = p_keys[2] AND p_windows[1] = p_windows[2]) THEN
+      RETURN QUERY SELECT * FROM authd_rate_consume_n(p_keys, p_windows, p_counts);
+      RETURN;
+    END IF;
+    FOR pass IN 1..2 LOOP
+      t := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+      IF pass = 1 THEN
+        -- unlocked: a refusal is decided on what was committed, writes nothing, waits for nobody
+        IF n >= 1 THEN
+          SELECT x.times INTO h1 FROM authd_rate x WHERE x.key = p_keys[1] AND x.window_ms = p_windows[1];
+        END IF;
+        IF n = 2 THEN
+          SELECT x.times INTO h2 FROM authd_rate x WHERE x.key = p_keys[2] AND x.window_ms = p_windows[2];
+        END IF;
+      ELSE
+        FOR j IN 1..n LOOP
+          i := CASE WHEN swap THEN 3 - j ELSE j END;
+          SELECT x.times INTO h FROM authd_rate x WHERE x.key = p_keys[i] AND x.window_ms = p_windows[i] FOR UPDATE;
+          IF i = 1 THEN
+            h1 := h;
+            f1 := FOUND;
+          ELSE
+            h2 := h;
+            f2 := FOUND;
+          END IF;
+        END LOOP;
+        -- past every event these counters hold (release un-counts by this time)
+        t := greatest(t, h1[cardinality(h1)] + 1, h2[cardinality(h2)] + 1);
+      END IF;
+      waiting := 0;
+      blocked := -1;
+      FOR j IN 1..n LOOP
+        h := coalesce(CASE WHEN j = 1 THEN h1 ELSE h2 END, '{}');
+        w := p_windows[j];
+        first := 1;
+        WHILE first <= cardinality(h) AND h[first] + w * 1000 <= t LOOP
+          first := first + 1;
+        END LOOP;
+        live := cardinality(h) - first + 1;
+        over := live - p_counts[j];
+        IF over >= 0 THEN
+          IF blocked < 0 THEN
+            blocked := j - 1;
+          END IF;
+          waiting := greatest(waiting, CASE WHEN over < live THEN h[first + over] + w * 1000 - t ELSE w * 1000 END);
+        END IF;
+        IF j = 1 THEN
+          first1 := first;
+        ELSE
+          first2 := first;
+        END IF;
+      END LOOP;
+      IF blocked >= 0 THEN
+        RETURN QUERY SELECT false, waiting, blocked, NULL::bigint;
+        RETURN;
+      END IF;
+    END LOOP;
+    FOR j IN 1..n LOOP
+      i := CASE WHEN swap THEN 3 - j ELSE j END;
+      IF (CASE WHEN i = 1 THEN f1 ELSE f2 END) THEN
+        h := CASE WHEN i = 1 THEN h1 ELSE h2 END;
+        UPDATE authd_rate x SET times = h[(CASE WHEN i = 1 THEN first1 ELSE first2 END):] || t
+          WHERE x.key = p_keys[i] AND x.window_ms = p_windows[i];
+      ELSE
+        INSERT INTO authd_rate (key, window_ms, times) VALUES (p_keys[i], p_windows[i], ARRAY[t]) ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS added = ROW_COUNT;
+        IF added = 0 THEN
+          RAISE EXCEPTION USING ERRCODE = 'serialization_failure', MESSAGE = 'a rate-limit counter was created meanwhile';
+        END IF;
+      END IF;
+    END LOOP;
+    RETURN QUERY SELECT true, 0::bigint, -1, t;
+  END
+  $fn$;
+
+  CREATE FUNCTION authd_rate_release(p_keys text[], p_windows bigint[], p_at bigint) RETURNS void
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    n constant integer := coalesce(cardinality(p_keys), 0);
+    swap constant boolean := n = 2 AND (p_keys[2] COLLATE "C" < p_keys[1] COLLATE "C" OR (p_keys[2] = p_keys[1] AND p_windows[2] < p_windows[1]));
+    i integer;
+  BEGIN
+    IF n > 2 OR (n = 2 AND p_keys[1] = p_keys[2] AND p_windows[1] = p_windows[2]) THEN
+      PERFORM authd_rate_release_n(p_keys, p_windows, p_at);
+      RETURN;
+    END IF;
+    FOR j IN 1..n LOOP
+      i := CASE WHEN swap THEN 3 - j ELSE j END;
+      UPDATE authd_rate r SET times = array_remove(r.times, p_at)
+        WHERE r.key = p_keys[i] AND r.window_ms = p_windows[i] AND p_at = ANY (r.times);
+    END LOOP;
+  END
+  $fn$;
+  `,
 ]
 
 /** the schema this build writes */
