@@ -366,8 +366,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
   /** the password was right: not a failure, and the failures of this address and email are forgotten */
   async function chargeCleared(charge: LoginCharge): Promise<void> {
-    await limiter.release(charge.token)
-    await limiter.reset(charge.ipEmailKey)
+    await limiter.release(charge.token, charge.ipEmailKey)
   }
 
   // with the in-process limiter, answered at once (no promise) unless a block is to be recorded;
@@ -607,8 +606,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_MFA_CODE')
       }
       // a right code: not a failure, and the user's earlier typos are forgiven
-      await limiter.release(attempt.token)
-      await limiter.reset(mfaKey)
+      await limiter.release(attempt.token, mfaKey)
       const method = totp ? 'totp' : 'recovery_code'
       const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } })
       signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)

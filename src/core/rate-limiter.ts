@@ -45,8 +45,11 @@ export interface RateLimiter {
    * once and without a promise; undefined when only `consume` can tell. Counts nothing.
    */
   refusedNow?(entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined
-  /** Un-counts exactly the events the consume behind `token` added, if still present. Idempotent. */
-  release(token: ConsumeToken): Promise<void>
+  /**
+   * Un-counts exactly the events the consume behind `token` added, if still present, and then,
+   * given `reset`, forgets that key as `reset` does (one call: a successful login's). Idempotent.
+   */
+  release(token: ConsumeToken, reset?: string): Promise<void>
   /** Forgets `key` under every rule. */
   reset(key: string): Promise<void>
   /**
@@ -397,8 +400,9 @@ export function asyncLimiter(mem: MemoryRateLimiter): RateLimiter & { readonly m
   return {
     memory: mem,
     consume: (entries) => Promise.resolve(mem.consume(entries)),
-    release: (token) => {
+    release: (token, reset) => {
       mem.release(token)
+      if (reset !== undefined) mem.reset(reset)
       return Promise.resolve()
     },
     reset: (key) => {

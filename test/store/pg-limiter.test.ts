@@ -289,3 +289,20 @@ t.test('the lean consume and release of one or two counters answer as the genera
   const bySide = (side: string) => held.rows.filter((r) => r.side === side).map((r) => `${r.k} ${r.window_ms} ${r.n}`)
   t.same(bySide('L'), bySide('G'), 'and the same counters held')
 })
+
+t.test('release with a key to reset: the consume un-counted and that key forgotten, in one call', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const limiter = s.limiters[0]!
+  const pair: RateEntry = { key: limitKey('login_ip_email', '192.0.2.1', 'cy@example.com'), rule: rule(5) }
+  const email: RateEntry = { key: limitKey('login_email', 'cy@example.com'), rule: rule(20, 60 * MIN) }
+  for (let i = 0; i < 3; i++) t.ok((await limiter.consume([pair, email])).ok)
+  const last = await limiter.consume([pair, email])
+  if (!last.ok) return t.fail('counted')
+  t.equal(await s.held(pair.key), 4)
+  await limiter.release(last.token, pair.key)
+  t.equal(await s.held(pair.key), 0, 'the pair forgotten')
+  t.equal(await s.held(email.key, 60 * MIN), 3, 'the email keeps its earlier failures, this one un-counted')
+  await limiter.release(last.token, pair.key)
+  t.equal(await s.held(email.key, 60 * MIN), 3, 'idempotent')
+})

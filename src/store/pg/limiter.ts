@@ -76,6 +76,11 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     )
     return rows[0]!.n
   }
+  const forget = async (key: string): Promise<void> => {
+    refusals.clear()
+    await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
+  }
+
   const timer = setInterval(() => {
     prune().catch(() => {
       // the database is away: the next run tries again
@@ -111,18 +116,19 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
       return { ok: true, token }
     },
 
-    async release(token) {
+    async release(token, reset) {
       const counted = issued.get(token)
-      if (counted === undefined) return
+      if (counted === undefined) {
+        if (reset !== undefined) await forget(reset)
+        return
+      }
+      if (reset !== undefined) refusals.clear()
       // un-counting by time twice removes nothing more: kept until done, so a failed release can be repeated
-      await db.query(`SELECT authd_rate_release($1, $2, $3)`, [counted.keys, counted.windows, counted.at])
+      await db.query(`SELECT authd_rate_release($1, $2, $3, $4)`, [counted.keys, counted.windows, counted.at, reset ?? null])
       issued.delete(token)
     },
 
-    async reset(key) {
-      refusals.clear()
-      await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
-    },
+    reset: forget,
 
     async resetByPart(axis, index, part) {
       refusals.clear()

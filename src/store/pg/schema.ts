@@ -417,7 +417,9 @@ const MIGRATIONS: readonly string[] = [
   END
   $fn$;
 
-  CREATE FUNCTION authd_rate_release(p_keys text[], p_windows bigint[], p_at bigint) RETURNS void
+  -- and then forgets the counters of p_reset, if given (a successful login clears its address
+  -- and email's failures): one of the counters is deleted in its place in the lock order
+  CREATE FUNCTION authd_rate_release(p_keys text[], p_windows bigint[], p_at bigint, p_reset text DEFAULT NULL) RETURNS void
   LANGUAGE plpgsql AS $fn$
   DECLARE
     n constant integer := coalesce(cardinality(p_keys), 0);
@@ -426,13 +428,20 @@ const MIGRATIONS: readonly string[] = [
   BEGIN
     IF n > 2 OR (n = 2 AND p_keys[1] = p_keys[2] AND p_windows[1] = p_windows[2]) THEN
       PERFORM authd_rate_release_n(p_keys, p_windows, p_at);
-      RETURN;
+    ELSE
+      FOR j IN 1..n LOOP
+        i := CASE WHEN swap THEN 3 - j ELSE j END;
+        IF p_keys[i] = p_reset THEN
+          DELETE FROM authd_rate r WHERE r.key = p_reset;
+        ELSE
+          UPDATE authd_rate r SET times = array_remove(r.times, p_at)
+            WHERE r.key = p_keys[i] AND r.window_ms = p_windows[i] AND p_at = ANY (r.times);
+        END IF;
+      END LOOP;
     END IF;
-    FOR j IN 1..n LOOP
-      i := CASE WHEN swap THEN 3 - j ELSE j END;
-      UPDATE authd_rate r SET times = array_remove(r.times, p_at)
-        WHERE r.key = p_keys[i] AND r.window_ms = p_windows[i] AND p_at = ANY (r.times);
-    END LOOP;
+    IF p_reset IS NOT NULL THEN
+      DELETE FROM authd_rate r WHERE r.key = p_reset;
+    END IF;
   END
   $fn$;
   `,
