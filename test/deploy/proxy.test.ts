@@ -85,11 +85,12 @@ t.test('nginx -t accepts nginx.conf', { skip: nginxSkip || opensslSkip }, async 
 const caddyText = readFileSync(configFile('authd.caddy'), 'utf8')
 const directive = (block: CaddyLine[] | undefined, name: string): CaddyLine[] => (block ?? []).filter((l) => l.tokens[0] === name)
 
-t.test('authd.caddy: one site for the public name, authd behind it, /metrics kept private', async (t) => {
+t.test('authd.caddy: one site for the public name, authd behind it, /metrics kept private, HTTP redirected', async (t) => {
   const sites = parseCaddyfile(caddyText)
-  t.equal(sites.length, 1, 'one site block')
+  t.same(sites.map((s) => s.tokens), [[publicHost], [`http://${publicHost}`]], 'the public name over HTTPS, and over HTTP')
   const site = sites[0]!
-  t.same(site.tokens, [publicHost], 'the site address is the public name: Caddy obtains its certificate and redirects HTTP')
+  // the site address is the public name: Caddy obtains its certificate
+  t.same(sites[1]!.block?.map((l) => l.tokens), [['redir', 'https://{host}{uri}', '308']], 'plain HTTP only redirects, whatever catch-all site the Caddyfile has on port 80')
   t.same(directive(site.block, 'reverse_proxy').map((l) => l.tokens.slice(1)), [[`unix/${socket}`]], "to authd's socket (server.socket)")
   t.notOk(directive(site.block, 'reverse_proxy')[0]?.block, 'with Caddy\'s defaults: it sets X-Forwarded-For itself')
   const words = (lines: CaddyLine[] | undefined): string[] => (lines ?? []).flatMap((l) => [...l.tokens, ...words(l.block)])
@@ -112,7 +113,7 @@ t.test('authd.caddy is a snippet a Caddyfile imports: it adds a site and replace
   // `import` pastes the file's tokens in place: the machine's Caddyfile with the line appended
   const appended = `${existingCaddyfile}${IMPORT}\n`
   const merged = parseCaddyfile(appended.replace(IMPORT, caddyText))
-  t.same(merged.map((s) => s.tokens), [[], [':80'], [publicHost]], 'the global options stay first, the existing site stays, authd\'s site is added')
+  t.same(merged.map((s) => s.tokens), [[], [':80'], [publicHost], [`http://${publicHost}`]], 'the global options stay first, the existing site stays, authd\'s sites are added')
 })
 
 t.test('the Caddyfile parser used above refuses broken input', async (t) => {
