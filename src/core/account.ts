@@ -1,5 +1,5 @@
 /**
- * A signed-in user's own account (README, "Your own account"): change the password, see and end
+ * A signed-in user's own account (docs/api.md, "The user's own account"): change the password, see and end
  * their own sessions. The HTTP layer authenticates the request first (AuthService.authenticate,
  * /me's checks and 401s) and hands in who called; nothing here is reached without a live session.
  */

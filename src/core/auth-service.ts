@@ -38,7 +38,7 @@ export interface SignedIn {
 }
 
 /**
- * A login answered with mfaRequired (the user's factor is on: README, "Second factor") and the
+ * A login answered with mfaRequired (the user's factor is on: docs/api.md, "Second factor") and the
  * mfaToken for the second step. No session exists yet, and no cookie is set.
  */
 export interface MfaChallenge {
@@ -105,7 +105,7 @@ export interface AuthServiceDeps {
 
 export interface AuthService {
   /**
-   * Counts one login request against login.per_ip (README, "Rate limits": malformed ones count too) before
+   * Counts one login request against login.per_ip (docs/api.md, "Rate limits": malformed ones count too) before
    * its body is read. When the limit refuses it (counted and logged) returns when to retry, for
    * the 429 TOO_MANY_LOGINS answer; else undefined. login() does this itself unless told the
    * request was admitted already: the HTTP layer admits first, so a refused login is answered
@@ -119,7 +119,7 @@ export interface AuthService {
   login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn | MfaChallenge>
   /**
    * The second step of a login with a factor: `{mfaToken, code}` or `{mfaToken, recoveryCode}`
-   * (README, "Second factor"). Signs in as login does; the session's `amr` says which code.
+   * (docs/api.md, "Second factor"). Signs in as login does; the session's `amr` says which code.
    */
   loginMfa(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
   register(body: Record<string, unknown>, client: ClientContext): Promise<SignedIn>
@@ -334,14 +334,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * limits, before the hash, atomically, as a failure until proven otherwise: fifty concurrent
    * guesses against a limit of five run exactly five hashes. login.per_ip_email, and
    * login.per_email, or login.per_device when the request carries a valid device cookie of this
-   * user (README, "Rate limits"). Login and a password change (a wrong current password is a
+   * user (docs/api.md, "Rate limits"). Login and a password change (a wrong current password is a
    * failed login) both check passwords through it. When a limit is spent: which one (the first
    * without room), and when to retry.
    */
   async function chargeLogin(email: string, userId: string | undefined, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }> {
     // A valid device cookie of this email's user: this browser signed in as them before, so the
     // attempt is counted per device instead of per email, and an attacker who spends the
-    // email's budget does not lock the user out of their own browser (README, "Rate limits").
+    // email's budget does not lock the user out of their own browser (docs/api.md, "Rate limits").
     const { device, ours } = deviceOf(client, userId)
     const ipEmailKey = limitKey('login_ip_email', client.ipKey, email)
     const entries = [
@@ -486,7 +486,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('disabled')
         throw new AppError('REGISTRATION_DISABLED')
       }
-      // A malformed request is answered before anything is counted (README, "Rate limits"):
+      // A malformed request is answered before anything is counted (docs/api.md, "Rate limits"):
       // checking it costs less than counting it, and it must not take a limiter key.
       const input = credentials(body)
       if (input === null) {

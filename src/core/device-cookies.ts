@@ -1,6 +1,6 @@
 /**
  * The device cookie's value: which browser this is and which user signed in on it, signed by a
- * key kept in the store (README, "Rate limits"). It proves that this client signed in as this
+ * key kept in the store (docs/api.md, "Rate limits"). It proves that this client signed in as this
  * user before, so a login from it is counted per device rather than per email: an attacker who
  * spends an email's budget cannot lock the user out of their own browser. It grants nothing else.
  *

@@ -1,6 +1,6 @@
 /**
  * `authctl limits clear <email|ip>`: authctl writes the request into the store, and every running
- * daemon picks it up within a second (README, "Rate limits"). The daemon polls one number in the
+ * daemon picks it up within a second (docs/api.md, "Rate limits"). The daemon polls one number in the
  * store; only when it moved does it read the requests and clear those limiter keys.
  */
 import type { LimitClearTarget, Store } from '../store/store.js'

@@ -1,5 +1,5 @@
 /**
- * A signed-in user's second factor (README, "Second factor"): set up TOTP, confirm it with a code
+ * A signed-in user's second factor (docs/api.md, "Second factor"): set up TOTP, confirm it with a code
  * (the factor is then on, with ten recovery codes), turn it off, or get new recovery codes. The
  * caller is the user of a live access token (AuthService.authenticate); turning the factor off and
  * new recovery codes also take the password. No HTTP and no LMDB here.

@@ -1,5 +1,5 @@
 /**
- * The mfaToken a login answers with when the user's second factor is on (README, "Second
+ * The mfaToken a login answers with when the user's second factor is on (docs/api.md, "Second
  * factor"): proof that the password of this user was checked just now, good for one second step
  * within MFA_TOKEN_TTL_MS. It is signed, not stored: HMAC-SHA256 under a key kept in the store
  * (so every process on the store accepts it), over the user id, a fingerprint of the password

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { RateRule } from '../config/types.js'
 
 /**
- * How much a key protects, which decides what a full limiter forgets first (README, "Rate
+ * How much a key protects, which decides what a full limiter forgets first (docs/api.md, "Rate
  * limits"): `ADDRESS` keys (a client address) are forgotten first while they hold one event,
  * `ACCOUNT` keys (the failures of an email) last, everything else in between.
  */

@@ -1,5 +1,5 @@
 /**
- * The second factor's arithmetic (README, "Second factor"): TOTP secrets, the otpauth URL an
+ * The second factor's arithmetic (docs/api.md, "Second factor"): TOTP secrets, the otpauth URL an
  * authenticator app reads, code checks, and recovery codes. RFC 6238 with SHA-1, 6 digits and
  * 30-second steps; the step before and after the current one are accepted too (a phone's clock a
  * little off, a code typed as it changed). HOTP and base32 come from `otpauth`: no hand-written

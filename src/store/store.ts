@@ -26,7 +26,7 @@ export interface UserRecord {
   mfaSetup?: { secret: string; createdAt: number }
 }
 
-/** A user's TOTP second factor and recovery codes (README, "Second factor"). */
+/** A user's TOTP second factor and recovery codes (docs/api.md, "Second factor"). */
 export interface MfaRecord {
   /** the base32 TOTP secret (160 bits); leaves the store only into `authctl backup` */
   secret: string

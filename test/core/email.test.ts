@@ -1,5 +1,5 @@
 /**
- * Canonical email (README: trim, NFKC, lower-case, the domain in ASCII) and register-time validity. Properties run
+ * Canonical email (docs/api.md, "Every response": trim, NFKC, lower-case, the domain in ASCII) and register-time validity. Properties run
  * over arbitrary Unicode and over an alphabet of the characters that make canonicalisation hard:
  * compatibility forms, spacing marks NFKC turns into a space plus a combining mark, the KELVIN
  * and ANGSTROM signs, dotted capital I, final sigma, ligatures.

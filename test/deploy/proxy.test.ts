@@ -1,6 +1,6 @@
 /**
- * config/nginx.conf and config/Caddyfile: they parse, they send what config/auth.toml expects
- * (authd's Unix socket, the public name, X-Forwarded-For, believed over the socket), they keep
+ * config/nginx.conf and config/authd.caddy (a snippet a Caddyfile imports): they parse, they
+ * send what config/auth.toml expects (authd's Unix socket, the public name, X-Forwarded-For, believed over the socket), they keep
  * /metrics private; `nginx -t` / `caddy validate` run where those are installed (they are not
  * installed for the tests' sake).
  */
@@ -82,14 +82,15 @@ t.test('nginx -t accepts nginx.conf', { skip: nginxSkip || opensslSkip }, async 
   t.match(r.stderr, /test is successful/)
 })
 
-const caddyText = readFileSync(configFile('Caddyfile'), 'utf8')
+const caddyText = readFileSync(configFile('authd.caddy'), 'utf8')
 const directive = (block: CaddyLine[] | undefined, name: string): CaddyLine[] => (block ?? []).filter((l) => l.tokens[0] === name)
 
-t.test('Caddyfile: one site for the public name, authd behind it, /metrics kept private', async (t) => {
+t.test('authd.caddy: one site for the public name, authd behind it, /metrics kept private, HTTP redirected', async (t) => {
   const sites = parseCaddyfile(caddyText)
-  t.equal(sites.length, 1, 'one site block, no global options')
+  t.same(sites.map((s) => s.tokens), [[publicHost], [`http://${publicHost}`]], 'the public name over HTTPS, and over HTTP')
   const site = sites[0]!
-  t.same(site.tokens, [publicHost], 'the site address is the public name: Caddy obtains its certificate and redirects HTTP')
+  // the site address is the public name: Caddy obtains its certificate
+  t.same(sites[1]!.block?.map((l) => l.tokens), [['redir', 'https://{host}{uri}', '308']], 'plain HTTP only redirects, whatever catch-all site the Caddyfile has on port 80')
   t.same(directive(site.block, 'reverse_proxy').map((l) => l.tokens.slice(1)), [[`unix/${socket}`]], "to authd's socket (server.socket)")
   t.notOk(directive(site.block, 'reverse_proxy')[0]?.block, 'with Caddy\'s defaults: it sets X-Forwarded-For itself')
   const words = (lines: CaddyLine[] | undefined): string[] => (lines ?? []).flatMap((l) => [...l.tokens, ...words(l.block)])
@@ -99,12 +100,31 @@ t.test('Caddyfile: one site for the public name, authd behind it, /metrics kept 
   t.same(directive(body?.block, 'max_size').map((l) => l.tokens.slice(1)), [['16KB']], 'the body limit of authd (16kb)')
 })
 
+/** A Caddyfile of a machine that already serves a site, with global options, as Debian's caddy package leaves one */
+const existingCaddyfile = '{\n\temail admin@example.com\n}\n\n:80 {\n\troot * /usr/share/caddy\n\tfile_server\n}\n'
+const IMPORT = 'import /etc/caddy/authd.caddy'
+
+t.test('authd.caddy is a snippet a Caddyfile imports: it adds a site and replaces nothing', async (t) => {
+  // a global options block is a block with no address, and is allowed only at the top of the
+  // importing file: the snippet must have none, nor an import of its own
+  const sites = parseCaddyfile(caddyText)
+  t.ok(sites.every((s) => s.tokens.length > 0 && s.block !== undefined), 'only site blocks (no global options block, no bare directives)')
+  t.notOk(sites.some((s) => s.tokens[0] === 'import'), 'no import of its own')
+  // `import` pastes the file's tokens in place: the machine's Caddyfile with the line appended
+  const appended = `${existingCaddyfile}${IMPORT}\n`
+  const merged = parseCaddyfile(appended.replace(IMPORT, caddyText))
+  t.same(merged.map((s) => s.tokens), [[], [':80'], [publicHost], [`http://${publicHost}`]], 'the global options stay first, the existing site stays, authd\'s sites are added')
+})
+
 t.test('the Caddyfile parser used above refuses broken input', async (t) => {
   t.throws(() => parseCaddyfile('example.com {\n  reverse_proxy x\n'))
   t.throws(() => parseCaddyfile('}\n'))
 })
 
-t.test('caddy validate accepts the Caddyfile', { skip: installed('caddy') ? false : 'caddy is not installed (it is not installed for the tests); the Caddyfile was parsed and checked above' }, async (t) => {
-  const r = spawnSync('caddy', ['validate', '--adapter', 'caddyfile', '--config', configFile('Caddyfile')], { encoding: 'utf8', timeout: 60_000 })
+t.test('caddy validate accepts a Caddyfile that imports authd.caddy', { skip: installed('caddy') ? false : 'caddy is not installed (it is not installed for the tests); authd.caddy was parsed and checked above' }, async (t) => {
+  const dir = t.testdir()
+  const main = join(dir, 'Caddyfile')
+  writeFileSync(main, `${existingCaddyfile}import ${configFile('authd.caddy')}\n`)
+  const r = spawnSync('caddy', ['validate', '--adapter', 'caddyfile', '--config', main], { encoding: 'utf8', timeout: 60_000 })
   t.equal(r.status, 0, r.stderr)
 })

@@ -6,7 +6,7 @@
  * cleanly on SIGTERM. What only a real VM can do (apt, systemd, certificates) is not run here.
  */
 import { execFile, spawn } from 'node:child_process'
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -33,6 +33,8 @@ const unit = readUnit()
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string; bin: Record<string, string> }
 const VM_CONFIG = '/etc/authd/auth.toml'
 const PASSWORD = 'a long passphrase for the first admin'
+/** the one place backups go, in every section of the README and in docs/ */
+const BACKUPS = '/var/backups/authd'
 
 t.test('the section is there, with its steps', async (t) => {
   t.ok(section.length > 0, 'README has "## Deploy on a VM"')
@@ -48,7 +50,7 @@ t.test('step 1 installs a package that holds everything the later steps use', as
   const packed = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, timeout: 60_000 })
   const files = new Set((JSON.parse(packed.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path))
   const used = [...new Set([...section.matchAll(/\$\(npm root -g\)\/authd\/(config\/[\w.]+)/g)].map((m) => m[1]!))]
-  t.same(used.sort(), ['config/Caddyfile', 'config/auth.toml', 'config/authd.service', 'config/nginx.conf'])
+  t.same(used.sort(), ['config/auth.toml', 'config/authd.caddy', 'config/authd.service', 'config/nginx.conf'])
   for (const f of [...used, 'bin/authd.js', 'bin/authctl.js', 'dist/daemon/main.js', 'dist/cli/main.js', 'README.md']) t.ok(files.has(f), `the package holds ${f}`)
 })
 
@@ -63,6 +65,47 @@ t.test('steps 2 and 3 put the files where the unit looks for them', async (t) =>
   t.equal(lineWith(/systemctl enable/), 'sudo systemctl enable --now authd')
   const checked = await run(process.execPath, [AUTHD_BIN, 'check-config', '--config', configFile('auth.toml')], { timeout: 30_000 })
   t.match(checked.stdout, /public_url = "https:\/\/auth\.example\.com"/, '`authd check-config` accepts config/auth.toml')
+})
+
+t.test("step 4 with Caddy adds authd's site to the Caddyfile there is, and replaces nothing", async (t) => {
+  const caddyLines = lines.filter((l) => l.includes('/etc/caddy/'))
+  for (const l of caddyLines) t.notMatch(withoutComment(l), /(install|cp|mv) .*\/etc\/caddy\/Caddyfile$|tee (?!-a )[^|]*\/etc\/caddy\/Caddyfile|[^>]> *\/etc\/caddy\/Caddyfile/, `never written over: ${l}`)
+  const install = lineWith(/config\/authd\.caddy"/)
+  const snippet = / (\/etc\/caddy\/\S+)$/.exec(install)?.[1]
+  t.equal(snippet, '/etc/caddy/authd.caddy', 'the snippet goes beside the Caddyfile')
+  // the README's lines, run as written but in a temp /etc/caddy, on a Caddyfile that serves a site already, twice
+  const dir = t.testdir()
+  const etc = join(dir, 'caddy')
+  mkdirSync(etc)
+  const existing = '{\n\temail admin@example.com\n}\n\n:80 {\n\tfile_server\n}\n'
+  writeFileSync(join(etc, 'Caddyfile'), existing)
+  const script = caddyLines
+    .map(withoutComment)
+    .filter((l) => !/sudoedit|systemctl|caddy validate/.test(l))
+    .map((l) => l.replaceAll('sudo ', '').replaceAll('"$(npm root -g)/authd/', `"${ROOT}/`).replaceAll('/etc/caddy/', `${etc}/`))
+    .join('\n')
+  t.match(script, /tee -a/, 'the step appends to the Caddyfile')
+  for (let i = 0; i < 2; i++) await run('bash', ['-euo', 'pipefail', '-c', script], { timeout: 30_000 })
+  const after = readFileSync(join(etc, 'Caddyfile'), 'utf8')
+  t.ok(after.startsWith(existing), 'what the Caddyfile held stays, global options first')
+  t.same(after.slice(existing.length).split('\n').filter((l) => l !== ''), [`import ${etc}/authd.caddy`], 'one import line, however often the step runs')
+  t.equal(readFileSync(join(etc, 'authd.caddy'), 'utf8'), readFileSync(configFile('authd.caddy'), 'utf8'), 'the snippet installed')
+  t.ok(lines.some((l) => withoutComment(l) === 'sudo caddy validate --adapter caddyfile --config /etc/caddy/Caddyfile'), 'and Caddy checks the result before the restart')
+})
+
+t.test(`backups go to one place, ${BACKUPS}, in every section of the README and docs/`, async (t) => {
+  const texts: Array<[string, string]> = [['README.md', readme], ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f): [string, string] => [`docs/${f}`, readFileSync(join(ROOT, 'docs', f), 'utf8')])]
+  let seen = 0
+  for (const [name, text] of texts) {
+    for (const m of text.matchAll(/authctl\b[^\n]*? (backup|export) (\/[^\s`]+)/g)) {
+      seen++
+      t.ok(m[2]!.startsWith(`${BACKUPS}/`), `${name}: authctl ${m[1]} ${m[2]}`)
+    }
+  }
+  t.ok(seen >= 4, `${seen} backups and exports to an absolute path`)
+  const setup = `sudo install -d -m 0700 -o authd -g authd ${BACKUPS}`
+  t.ok(section.includes(setup), 'the deploy section makes the directory, for the authd user only')
+  t.ok(/\n### Back up and restore\n[\s\S]*?\n## /.exec(readme)?.[0].includes(setup), 'as "Back up and restore" does')
 })
 
 t.test('authd, run as the unit runs it, serves the first user and the smoke test', async (t) => {
@@ -141,9 +184,10 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
   t.equal(await loginIp('198.51.100.66, 203.0.113.7'), '203.0.113.7', 'through the proxy: the client address nginx appended, not the one the client made up')
   t.equal(await loginIp(undefined), '127.0.0.1', 'a local process without the header (root with curl) counts as 127.0.0.1')
 
-  // operate: the README's backup line, into the temp data dir instead of /var/lib/authd
+  // operate: the README's backup line, into the temp dir instead of /var/backups/authd
   const backupLine = lineWith(/authctl .* backup /)
-  const backupFile = / backup (.+)$/.exec(backupLine)![1]!.replace('/var/lib/authd/', `${dir}/`)
+  const backupFile = / backup (.+)$/.exec(backupLine)![1]!.replace(`${BACKUPS}/`, `${dir}/`)
+  t.not(backupFile, / backup (.+)$/.exec(backupLine)![1], `the backup goes into ${BACKUPS}`)
   const resolvedFile = (await run('bash', ['-c', `printf '%s' "${backupFile}"`])).stdout
   const backedUp = await authctl(backupLine.replace(/ backup .+$/, ` backup ${resolvedFile}`), [], '')
   t.equal(backedUp.code, 0, `authctl backup: ${backedUp.stderr}`)

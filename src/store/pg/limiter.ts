@@ -1,5 +1,5 @@
 /**
- * The rate limiter in PostgreSQL (README, "Rate limits"): every instance counts on the same
+ * The rate limiter in PostgreSQL (docs/api.md, "Rate limits"): every instance counts on the same
  * sliding logs, under the database's clock, so a limit of 5 is 5 across any number of
  * instances. One consume is one call of authd_rate_consume (store/pg/schema.ts): all entries
  * charged or none, with the in-process limiter's semantics (core/rate-limiter.ts). The logs live
