@@ -31,6 +31,7 @@ export const SLOW = [
   'test/cli/**',
   'test/clients/**',
   'test/tui/tui-e2e.test.ts',
+  'test/readme-blocks.test.ts',
 ]
 
 /**

@@ -4,6 +4,7 @@
  * only when a command needs it, so `authctl --help` loads neither a store nor argon2.
  */
 import { existsSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import type { Config } from '../config/types.js'
 import type { Admin } from '../core/admin.js'
 import type { Store } from '../store/store.js'
@@ -37,6 +38,8 @@ export interface BaseDeps {
   config(): Promise<Config>
   /** a password for signing in (smoke): stdin or one hidden prompt */
   password(passwordStdin: boolean): Promise<string>
+  /** one line for the admin on stderr, beside the command's output (stdout stays pure JSON with --json) */
+  notice(text: string): void
 }
 
 export interface StoreDeps extends BaseDeps {
@@ -59,17 +62,20 @@ export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
       return config
     },
     password: (passwordStdin) => readPassword({ passwordStdin }),
+    notice: (text) => io.stderr(`authctl: ${text}\n`),
   }
 }
 
 /**
  * Opens the store named by the config. An LMDB data directory that does not exist is refused (a
  * typo in --data must not quietly create an empty store) unless `create` is set: `user add` may
- * make the first user before authd ever ran.
+ * make the first user before authd ever ran; a store it creates is named on stderr (README,
+ * "Administer with authctl"), so the admin sees where the data went.
  */
 export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): Promise<StoreDeps & { close(): Promise<void> }> {
   const config = await base.config()
   const path = config.store.path
+  let created = false
   if (config.store.backend === 'lmdb') {
     if (fileInTheWay(path)) {
       // the sentence authd gives for it; a usage error: --data or store.path names the wrong thing
@@ -78,9 +84,12 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
     if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
       throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
     }
+    // LMDB keeps a store in data.mdb: without it, opening makes a new, empty store
+    created = !existsSync(join(path, 'data.mdb'))
   }
   const [{ openStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/open.js'), import('../core/admin.js')])
   const { store } = await openStore(config.store)
+  if (created) base.notice(`created a new store in ${path}`)
   const admin = createAdmin({ store, config, now: base.now, passwords: lazyPasswordTools(config) })
   return {
     ...base,

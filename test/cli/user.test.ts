@@ -3,7 +3,7 @@ import argon2 from 'argon2'
 import { spawn } from 'node:child_process'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { AUTHCTL_BIN, lmdbOnly, openTestStore, storeEnv } from '../helpers/app.js'
+import { AUTHCTL_BIN, lmdbOnly, ON_PG, openTestStore, storeEnv } from '../helpers/app.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
 
 const ID = /^[A-Za-z0-9_-]{22}$/
@@ -14,10 +14,12 @@ t.test('user add creates a user from --password-stdin and prints it as fields or
   const added = await ctl(['user', 'add', ' Ann@Example.COM ', '--password-stdin'], { input: `${PASSWORD}\n` })
   t.equal(added.code, 0, added.stderr)
   t.match(added.stdout, /^id: +[A-Za-z0-9_-]{22}\nemail: +ann@example\.com\nUser created\.\n$/)
-  t.equal(added.stderr, '')
+  // the test's directory was empty: this add made the store, and says where (LMDB only)
+  t.equal(added.stderr, ON_PG ? '' : `authctl: created a new store in ${dir}\n`)
 
   const json = await ctl(['user', 'add', 'bob@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\r\n` })
   t.equal(json.code, 0, json.stderr)
+  t.equal(json.stderr, '', 'the store exists now: nothing on stderr')
   const doc = json.json()
   t.match(doc, { user: { id: ID, email: 'bob@example.com', disabled: false, sessions: 0 } })
   t.match(doc.user.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -29,6 +31,21 @@ t.test('user add creates a user from --password-stdin and prints it as fields or
   t.ok(await argon2.verify(bob.passwordHash, PASSWORD))
   t.notOk(await argon2.verify(bob.passwordHash, `${PASSWORD}\r`))
   t.match(bob.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
+})
+
+t.test('user add that creates a new store says where, on stderr, once', { skip: lmdbOnly('an LMDB store is a directory authctl may create') }, async (t) => {
+  const dir = t.testdir()
+  // a relative --data, as after the README's quick start: the line names the absolute directory
+  const first = await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--json', '--data', 'data'], { cwd: dir, input: `${PASSWORD}\n` })
+  t.equal(first.code, 0, first.stderr)
+  t.equal(first.stderr, `authctl: created a new store in ${join(dir, 'data')}\n`)
+  t.equal(first.json().user.email, 'ann@example.com', '--json: stdout is still the one JSON document')
+  const again = await runCtl(['user', 'add', 'bob@example.com', '--password-stdin', '--data', 'data'], { cwd: dir, input: `${PASSWORD}\n` })
+  t.equal(again.code, 0, again.stderr)
+  t.equal(again.stderr, '', 'the store existed: no line')
+  // a store that existed but is refused an add (a taken email) says nothing about creating
+  const taken = await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--data', 'data'], { cwd: dir, input: `${PASSWORD}\n` })
+  t.equal(taken.stderr, 'authctl: A user with email ann@example.com already exists.\n')
 })
 
 t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for usage', async (t) => {
