@@ -39,7 +39,7 @@ function authctl(args: string[], input?: string): Promise<{ code: number | null;
 }
 
 t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rotate a key, quit', { skip }, async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/tui/command.js')), 'dist/ is built (npm run build)')
+  t.ok(existsSync(join(ROOT, 'dist/cli/commands/tui.js')), 'dist/ is built (npm run build)')
   const dir = t.testdir()
   const data = join(dir, 'data')
   const socket = `authd-test-${process.pid}`
@@ -127,7 +127,7 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
 })
 
 t.test('authctl tui refuses to run without a terminal', async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/tui/command.js')), 'dist/ is built (npm run build)')
+  t.ok(existsSync(join(ROOT, 'dist/cli/commands/tui.js')), 'dist/ is built (npm run build)')
   const dir = t.testdir()
   t.equal((await authctl(['user', 'add', 'x@example.com', '--password-stdin', '--data', dir], 'Tr0ub4dor&3-x\n')).code, 0)
   const r = await authctl(['tui', '--data', dir])
