@@ -17,7 +17,7 @@ export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
   const [state, dispatch] = useReducer(reducer, undefined, () =>
     initialState({ smokeUrl: deps.defaultSmokeUrl, smokeSteps: deps.smokeStepNames }),
   )
-  useKeys(dispatch)
+  useKeys(state, dispatch)
   useStoreEffects(deps, state, dispatch, { pollMs: props.pollMs })
   useAuditFeed(deps, state, dispatch, { pollMs: props.pollMs })
 

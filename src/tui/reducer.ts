@@ -1,11 +1,11 @@
 /**
- * The terminal UI's reducer: every change of state, pure. Keys arrive as the actions of
- * keymap.ts; the store's answers arrive as `loaded`, `taskDone`, `taskFailed`, `smokeStep`.
+ * The terminal UI's reducer: every change of state, pure. It knows actions, not keys: the key
+ * hook maps keys to actions (keymap.ts); the store's answers arrive as `loaded`, `taskDone`,
+ * `taskFailed`, `smokeStep`.
  * Operations are only described here (State.tasks); the effects hook runs them.
  */
 import { formatTime, plural, shortId } from './format.js'
 import type { Action } from './actions.js'
-import { keyToAction } from './keymap.js'
 import {
   emptyList,
   isBusy,
@@ -32,10 +32,6 @@ export const CHROME_ROWS = 10
 
 export function reducer(state: State, action: Action): State {
   switch (action.type) {
-    case 'key': {
-      const mapped = keyToAction(state, action.input, action.key)
-      return mapped === null ? state : reducer(state, mapped)
-    }
     case 'view':
       return { ...state, view: action.view, notice: null }
     case 'cycleView': {

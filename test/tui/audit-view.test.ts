@@ -8,7 +8,7 @@ import { createElement } from 'react'
 import { App } from '../../src/tui/app.js'
 import type { AuditRow } from '../../src/tui/deps.js'
 import type { KeyPress } from '../../src/tui/keymap.js'
-import { splitInput } from '../../src/tui/keymap.js'
+import { keysToActions } from '../../src/tui/keymap.js'
 import { reducer } from '../../src/tui/reducer.js'
 import { initialState, mode, selectedIndex, visibleAudit, type State } from '../../src/tui/state.js'
 import { auditRow, fakeDeps, user, type FakeDeps } from './fake-deps.js'
@@ -32,8 +32,8 @@ function log(): AuditRow[] {
 function press(state: State, ...keys: Array<string | KeyPress>): State {
   let s = state
   for (const k of keys) {
-    const events = typeof k === 'string' ? splitInput(k, {}) : [{ input: '', key: k }]
-    for (const e of events) s = reducer(s, { type: 'key', ...e })
+    const [input, key] = typeof k === 'string' ? [k, {}] : ['', k]
+    s = keysToActions(s, input, key, reducer).reduce(reducer, s)
   }
   return s
 }
