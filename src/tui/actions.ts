@@ -57,7 +57,8 @@ export type Action =
   | { type: 'formCancel' }
   | { type: 'confirmYes' }
   | { type: 'confirmNo' }
-  | { type: 'resize'; rows: number }
+  /** the terminal's size, at the start and on every resize */
+  | { type: 'resize'; columns: number; rows: number }
   | { type: 'quit' }
   | { type: 'loaded'; snapshot: Snapshot }
   | { type: 'loadFailed'; message: string }

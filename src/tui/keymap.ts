@@ -31,6 +31,9 @@ export function keyToAction(state: State, input: string, key: KeyPress): Action 
   if (key.ctrl === true && input === 'c') return { type: 'quit' }
   const erase = key.backspace === true || key.delete === true
   switch (mode(state)) {
+    case 'small':
+      // nothing else is on screen to act on: keys typed blind must not delete anything
+      return input === 'q' ? { type: 'quit' } : null
     case 'help':
       if (input === 'q') return { type: 'quit' }
       if (key.escape === true || key.return === true || input === '?') return { type: 'toggleHelp' }
@@ -158,7 +161,7 @@ export const VIEW_KEY_LABELS: Record<ViewName, Array<[string, string]>> = {
     ['x', 'revoke'],
   ],
   smoke: [
-    ['Enter/e', 'edit fields'],
+    ['Enter/e', 'edit field'],
     ['r', 'run'],
   ],
   audit: [['/', 'filter by user or event']],

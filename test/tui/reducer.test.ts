@@ -80,7 +80,7 @@ t.test('the selection follows its row when the list changes around it, and takes
 
 t.test('pages move by the rows the terminal has room for', async (t) => {
   const many = Array.from({ length: 40 }, (_, i) => user(`u${String(i).padStart(2, '0')}@example.com`))
-  let s = reducer(start({ users: many }), { type: 'resize', rows: 24 })
+  let s = reducer(start({ users: many }), { type: 'resize', columns: 80, rows: 24 })
   t.equal(s.listRows, 14, '24 rows leave 14 for the list')
   s = press(s, { pageDown: true })
   t.equal(selectedUser(s)?.email, 'u14@example.com')

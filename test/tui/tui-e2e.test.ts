@@ -109,7 +109,7 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
   t.match(s, new RegExp(`> ${keysBefore[0].kid}\\s+ES256\\s+active`))
   await send('r')
   s = await waitFor('Rotated: key', 30_000)
-  s = await waitFor('1-2 of 2 keys')
+  s = await waitFor(/^ {2}2 keys$/m)
   // the new key is next (it signs tokens.key_lead later) and selected; the old one still signs
   t.match(s, /> \S+\s+ES256\s+next/)
   t.match(s, new RegExp(`${keysBefore[0].kid}\\s+ES256\\s+active`))
