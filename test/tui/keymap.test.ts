@@ -58,6 +58,15 @@ t.test('in a form or a filter, letters are text; in a confirmation only y is yes
   t.same(map(form, 'c', { ctrl: true }), { type: 'quit' }, 'Ctrl-C quits from anywhere')
 })
 
+t.test('in a terminal too small to draw the UI, only q and Ctrl-C act (keys typed blind delete nothing)', async (t) => {
+  const small = reducer(start(), { type: 'resize', columns: 79, rows: 24 })
+  for (const input of ['x', 'y', 'a', '3', 'r']) t.equal(map(small, input), null, input)
+  t.equal(map(small, '', { return: true }), null)
+  t.same(map(small, 'q'), { type: 'quit' })
+  t.same(map(small, 'c', { ctrl: true }), { type: 'quit' })
+  t.same(map(reducer(small, { type: 'resize', columns: 80, rows: 24 }), 'x'), { type: 'userDelete' }, 'resized: the keys act again')
+})
+
 t.test('a chunk becomes actions, each key read in the state the actions before it left', async (t) => {
   // "a" opens the form, so "q" is then text, and \r moves to the next field
   t.same(keysToActions(start(), 'aq\r', {}, reducer), [
