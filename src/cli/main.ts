@@ -315,7 +315,7 @@ export async function main(io: CliIo): Promise<number> {
       // CONTINUOUS_INTEGRATION once, on import); the tui always runs on a real terminal
       delete process.env.CI
       delete process.env.CONTINUOUS_INTEGRATION
-      const [{ tuiCommand }, { createBaseDeps }] = await Promise.all([import('../tui/command.js'), import('./deps.js')])
+      const [{ tuiCommand }, { createBaseDeps }] = await Promise.all([import('./commands/tui.js'), import('./deps.js')])
       await tuiCommand(createBaseDeps(io, globals))
     })
 

@@ -1,6 +1,7 @@
 /**
  * What can happen to the terminal UI's state: the actions its reducer takes. Keys become these in
- * keymap.ts, the store's answers in the effects hook; neither imports the reducer for them.
+ * keymap.ts (the key hook dispatches them), the store's answers in the effects hook; the reducer
+ * never sees a key.
  */
 import type { AuditRow, Snapshot, SmokeStepEvent } from './deps.js'
 import type { TaskResult, ViewName } from './state.js'
@@ -24,8 +25,6 @@ export interface KeyPress {
 }
 
 export type Action =
-  /** a key as Ink reports it; keymap.ts decides what it means in the current state */
-  | { type: 'key'; input: string; key: KeyPress }
   | { type: 'view'; view: ViewName }
   | { type: 'cycleView'; delta: 1 | -1 }
   | { type: 'move'; delta: number }
@@ -58,7 +57,8 @@ export type Action =
   | { type: 'formCancel' }
   | { type: 'confirmYes' }
   | { type: 'confirmNo' }
-  | { type: 'resize'; rows: number }
+  /** the terminal's size, at the start and on every resize */
+  | { type: 'resize'; columns: number; rows: number }
   | { type: 'quit' }
   | { type: 'loaded'; snapshot: Snapshot }
   | { type: 'loadFailed'; message: string }

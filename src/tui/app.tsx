@@ -12,12 +12,13 @@ import { useKeys } from './use-keys.js'
 import { useStoreEffects } from './use-store-effects.js'
 import { useAuditFeed } from './use-audit-feed.js'
 
-export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
+/** `rows` and `columns` stand in for the terminal's size (tests) */
+export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number; columns?: number }) {
   const { deps } = props
   const [state, dispatch] = useReducer(reducer, undefined, () =>
     initialState({ smokeUrl: deps.defaultSmokeUrl, smokeSteps: deps.smokeStepNames }),
   )
-  useKeys(dispatch)
+  useKeys(state, dispatch)
   useStoreEffects(deps, state, dispatch, { pollMs: props.pollMs })
   useAuditFeed(deps, state, dispatch, { pollMs: props.pollMs })
 
@@ -26,16 +27,16 @@ export function App(props: { deps: TuiDeps; pollMs?: number; rows?: number }) {
     if (state.quit) exit()
   }, [state.quit, exit])
 
-  // the list shows as many rows as the terminal has room for
+  // the list shows as many rows as the terminal has room for; too small a terminal is told so
   const { stdout } = useStdout()
   useEffect(() => {
-    const fit = (): void => dispatch({ type: 'resize', rows: props.rows ?? stdout.rows ?? 24 })
+    const fit = (): void => dispatch({ type: 'resize', columns: props.columns ?? stdout.columns ?? 80, rows: props.rows ?? stdout.rows ?? 24 })
     fit()
     stdout.on('resize', fit)
     return () => {
       stdout.off('resize', fit)
     }
-  }, [stdout, props.rows])
+  }, [stdout, props.rows, props.columns])
 
   return <Screen state={state} storeLabel={deps.storeLabel} now={deps.now()} />
 }

@@ -49,7 +49,7 @@ export function AuditView(props: { state: State; height: number; now: number }) 
       rows={rows}
       selected={at}
       height={props.height - 2}
-      noun={all.length >= AUDIT_READ ? 'latest events' : 'events'}
+      noun={all.length >= AUDIT_READ ? 'latest event' : 'event'}
       empty={list.filter === '' ? 'No audit events yet.' : 'No events of a matching user or event.'}
       loading={state.audit.rows === null}
       heading={<Heading cells={cells(['SEQ', 'TIME (UTC)', 'EVENT', 'USER'])} />}

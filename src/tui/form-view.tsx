@@ -11,7 +11,7 @@ export function FormView(props: { form: Form; busy: string | null }) {
       <Text bold>{form.title}</Text>
       <Text> </Text>
       {form.fields.map((f, i) => (
-        <FieldLine key={f.label} field={f} focused={form.focus === i} />
+        <FieldLine key={f.label} field={f} selected={form.focus === i} typing />
       ))}
       <Text> </Text>
       {props.busy !== null ? <Spinner label={props.busy} /> : null}

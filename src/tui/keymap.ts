@@ -1,18 +1,39 @@
 /**
  * Keys to actions, by what has the keyboard (mode): a text field takes letters as text, a
  * confirmation takes y/n, the lists take commands. Pure, so it is tested without a terminal;
- * the key hook only feeds it Ink's input.
+ * the key hook (use-keys.ts) feeds it Ink's input and dispatches the actions it returns. The
+ * reducer knows actions only, never keys.
  */
 import type { Action, KeyPress } from './actions.js'
 import { mode, VIEWS, type State, type ViewName } from './state.js'
 
 export type { KeyPress } from './actions.js'
 
+/**
+ * The actions one Ink input event means, in order: each key of the chunk (see splitInput) is
+ * mapped in the state the actions before it left. `reduce` is the reducer, passed in so that
+ * the keymap and the reducer do not import each other.
+ */
+export function keysToActions(state: State, input: string, key: KeyPress, reduce: (state: State, action: Action) => State): Action[] {
+  const actions: Action[] = []
+  let s = state
+  for (const one of splitInput(input, key)) {
+    const action = keyToAction(s, one.input, one.key)
+    if (action === null) continue
+    actions.push(action)
+    s = reduce(s, action)
+  }
+  return actions
+}
+
 export function keyToAction(state: State, input: string, key: KeyPress): Action | null {
   // Ctrl-C quits from anywhere (raw mode: the terminal does not turn it into a signal)
   if (key.ctrl === true && input === 'c') return { type: 'quit' }
   const erase = key.backspace === true || key.delete === true
   switch (mode(state)) {
+    case 'small':
+      // nothing else is on screen to act on: keys typed blind must not delete anything
+      return input === 'q' ? { type: 'quit' } : null
     case 'help':
       if (input === 'q') return { type: 'quit' }
       if (key.escape === true || key.return === true || input === '?') return { type: 'toggleHelp' }
@@ -140,7 +161,7 @@ export const VIEW_KEY_LABELS: Record<ViewName, Array<[string, string]>> = {
     ['x', 'revoke'],
   ],
   smoke: [
-    ['Enter/e', 'edit fields'],
+    ['Enter/e', 'edit field'],
     ['r', 'run'],
   ],
   audit: [['/', 'filter by user or event']],

@@ -44,7 +44,7 @@ export function KeysView(props: { state: State; height: number }) {
       rows={rows}
       selected={at}
       height={props.height - 2}
-      noun="keys"
+      noun="key"
       empty="No keys: authd creates the first one when it starts; r makes one now."
       loading={state.snapshot === null}
       heading={<Heading cells={cells(['KID', 'ALG', 'STATE', 'CREATED (UTC)', 'SINCE / FROM'])} />}

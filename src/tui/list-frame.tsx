@@ -1,14 +1,31 @@
 /** The frame every list view shares: headings, one page of rows, and the position or filter line. */
 import { Box, Text } from 'ink'
 import type { ReactNode } from 'react'
+import { plural } from './format.js'
+import { CURSOR } from './parts.js'
 import { pageStart, type ListState } from './state.js'
+
+/**
+ * The position line: `6 users` when the list fits on its page, `15-28 of 40 users` when it
+ * pages, `no users` when empty.
+ */
+export function position(opts: { count: number; start: number; shown: number; height: number; noun: string; nouns?: string; total?: number }): string {
+  const { count, noun } = opts
+  const nouns = opts.nouns ?? `${noun}s`
+  if (count === 0) return `no ${nouns}`
+  const beyond = opts.total !== undefined && opts.total > count ? ` (the latest of ${opts.total})` : ''
+  const what = count > opts.height ? `${opts.start + 1}-${opts.start + opts.shown} of ${count} ${nouns}` : plural(count, noun, nouns)
+  return `${what}${beyond}`
+}
 
 export function ListFrame<T>(props: {
   list: ListState
   rows: T[]
   selected: number
   height: number
+  /** what one row is (`user`); `nouns` when its plural is not noun + s */
   noun: string
+  nouns?: string
   /** what an empty list says */
   empty: string
   heading: ReactNode
@@ -21,8 +38,7 @@ export function ListFrame<T>(props: {
   const { list, rows, selected, height, noun } = props
   const start = pageStart(selected, height)
   const page = rows.slice(start, start + height)
-  const beyond = props.total !== undefined && props.total > rows.length ? ` (the latest of ${props.total})` : ''
-  const where = rows.length === 0 ? `no ${noun}` : `${start + 1}-${start + page.length} of ${rows.length} ${noun}${beyond}`
+  const where = position({ count: rows.length, start, shown: page.length, height, noun, nouns: props.nouns, total: props.total })
   return (
     <Box flexDirection="column">
       {props.heading}
@@ -39,7 +55,7 @@ export function ListFrame<T>(props: {
         <Text>
           {'  Filter: '}
           {list.filter}
-          <Text inverse> </Text>
+          {CURSOR}
           {`  (${where})`}
         </Text>
       ) : (

@@ -41,19 +41,28 @@ export function Heading(props: { cells: Array<[number, string]>; alignRight?: nu
   )
 }
 
-/** a labelled input line; a hidden one shows one `*` per character, the focused one a `>` and a cursor */
-export function FieldLine(props: { field: Field; focused: boolean; labelWidth?: number }) {
-  const { field, focused } = props
+/**
+ * Where typing goes. Ink hides the terminal's own cursor, and an inverse space at the end of a
+ * line is lost (tmux's capture, a copy of the screen), so it is a visible block.
+ */
+export const CURSOR = '█'
+
+/**
+ * A labelled input line; a hidden one shows one `*` per character. The selected one has a `>`,
+ * and the cursor when it has the keyboard (`typing`).
+ */
+export function FieldLine(props: { field: Field; selected: boolean; typing: boolean; labelWidth?: number }) {
+  const { field, selected } = props
   const shown = field.hidden ? '*'.repeat([...field.value].length) : field.value
   return (
     <Box>
-      <Text bold={focused}>{focused ? '> ' : '  '}</Text>
+      <Text bold={selected}>{selected ? '> ' : '  '}</Text>
       <Box width={props.labelWidth ?? 10} flexShrink={0}>
-        <Text bold={focused}>{field.label}</Text>
+        <Text bold={selected}>{field.label}</Text>
       </Box>
       <Text wrap="truncate-start">
         {shown}
-        {focused ? <Text inverse> </Text> : null}
+        {selected && props.typing ? CURSOR : ''}
       </Text>
     </Box>
   )

@@ -1,11 +1,11 @@
 /**
- * The terminal UI's reducer: every change of state, pure. Keys arrive as the actions of
- * keymap.ts; the store's answers arrive as `loaded`, `taskDone`, `taskFailed`, `smokeStep`.
+ * The terminal UI's reducer: every change of state, pure. It knows actions, not keys: the key
+ * hook maps keys to actions (keymap.ts); the store's answers arrive as `loaded`, `taskDone`,
+ * `taskFailed`, `smokeStep`.
  * Operations are only described here (State.tasks); the effects hook runs them.
  */
 import { formatTime, plural, shortId } from './format.js'
 import type { Action } from './actions.js'
-import { keyToAction } from './keymap.js'
 import {
   emptyList,
   isBusy,
@@ -20,9 +20,11 @@ import {
   type Form,
   type ListName,
   type ListState,
+  type Notice,
   type State,
   type Task,
   type TaskResult,
+  type ViewName,
 } from './state.js'
 
 export type { Action } from './actions.js'
@@ -32,21 +34,19 @@ export const CHROME_ROWS = 10
 
 export function reducer(state: State, action: Action): State {
   switch (action.type) {
-    case 'key': {
-      const mapped = keyToAction(state, action.input, action.key)
-      return mapped === null ? state : reducer(state, mapped)
-    }
     case 'view':
-      return { ...state, view: action.view, notice: null }
+      return switchView(state, action.view)
     case 'cycleView': {
       const at = VIEWS.indexOf(state.view)
-      return { ...state, view: VIEWS[(at + action.delta + VIEWS.length) % VIEWS.length], notice: null }
+      return switchView(state, VIEWS[(at + action.delta + VIEWS.length) % VIEWS.length])
     }
     case 'move':
+      if (state.view === 'smoke') return selectSmokeField(state, (i) => i + action.delta)
       return moveSelection(state, (i) => i + action.delta)
     case 'page':
       return moveSelection(state, (i) => i + action.delta * state.listRows)
     case 'moveEdge':
+      if (state.view === 'smoke') return selectSmokeField(state, (_i, n) => (action.edge === 'start' ? 0 : n - 1))
       return moveSelection(state, (_i, n) => (action.edge === 'start' ? 0 : n - 1))
     case 'open': {
       const list = currentList(state)
@@ -61,7 +61,7 @@ export function reducer(state: State, action: Action): State {
     case 'toggleHelp':
       return { ...state, help: !state.help }
     case 'resize':
-      return { ...state, listRows: Math.max(3, action.rows - CHROME_ROWS) }
+      return { ...state, terminal: { columns: action.columns, rows: action.rows }, listRows: Math.max(3, action.rows - CHROME_ROWS) }
     case 'quit':
       return { ...state, quit: true }
 
@@ -128,20 +128,20 @@ export function reducer(state: State, action: Action): State {
       if (user === undefined) return state
       const task: Task = { kind: 'setDisabled', userId: user.id, email: user.email, disabled: !user.disabled }
       if (user.disabled) return startTask(state, task)
-      const ends = user.sessions > 0 ? ` Its ${plural(user.sessions, 'session')} end now.` : ''
+      const ends = user.sessions === 0 ? '' : user.sessions === 1 ? ' Its session ends now.' : ` Its ${user.sessions} sessions end now.`
       return askFirst(state, `Disable ${user.email}?${ends}`, task)
     }
     case 'userDelete': {
       const user = selectedUser(state)
       if (user === undefined) return state
-      const also = user.sessions > 0 ? ` and its ${plural(user.sessions, 'session')}` : ''
+      const also = user.sessions === 0 ? '' : user.sessions === 1 ? ' and its session' : ` and its ${user.sessions} sessions`
       return askFirst(state, `Delete ${user.email}${also}? This cannot be undone.`, { kind: 'removeUser', userId: user.id, email: user.email })
     }
     case 'userResetMfa': {
       const user = selectedUser(state)
       if (user === undefined) return state
       // as the list last read it; a factor turned on since is reset all the same once confirmed
-      if (!user.mfaEnabled) return { ...state, notice: { kind: 'info', text: `${user.email} has no second factor to reset.` } }
+      if (!user.mfaEnabled) return say(state, 'info', `${user.email} has no second factor to reset.`)
       return askFirst(state, `Reset the second factor of ${user.email}? Its recovery codes become void and the password alone signs in.`, {
         kind: 'resetMfa',
         userId: user.id,
@@ -166,7 +166,8 @@ export function reducer(state: State, action: Action): State {
       if (s === undefined) return state
       // the user's count covers sessions beyond those read for the list
       const count = state.snapshot?.users.find((u) => u.id === s.userId)?.sessions ?? (state.snapshot?.sessions ?? []).filter((x) => x.userId === s.userId).length
-      return askFirst(state, `Revoke all ${plural(count, 'session')} of ${s.email}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
+      const which = count === 1 ? 'the only session' : `all ${count} sessions`
+      return askFirst(state, `Revoke ${which} of ${s.email}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
     }
 
     // ---- keys
@@ -183,7 +184,8 @@ export function reducer(state: State, action: Action): State {
 
     // ---- smoke
     case 'smokeEdit':
-      return { ...state, smoke: { ...state.smoke, editing: true, focus: firstEmpty(state.smoke.fields) } }
+      // Enter and e alike: typing goes into the selected field
+      return { ...state, smoke: { ...state.smoke, editing: true } }
     case 'smokeRun':
       return runSmoke(state)
 
@@ -214,7 +216,7 @@ export function reducer(state: State, action: Action): State {
     case 'confirmYes':
       return state.confirm === null ? state : startTask({ ...state, confirm: null }, state.confirm.task)
     case 'confirmNo':
-      return state.confirm === null ? state : { ...state, confirm: null, notice: { kind: 'info', text: 'Cancelled.' } }
+      return state.confirm === null ? state : say({ ...state, confirm: null }, 'info', 'Cancelled.')
 
     // ---- answers from the store and the network
     case 'loaded': {
@@ -249,6 +251,14 @@ export function reducer(state: State, action: Action): State {
 }
 
 // ---- helpers ---------------------------------------------------------------------------
+
+/** a status line for the view on screen */
+const say = (state: State, kind: Notice['kind'], text: string): State => ({ ...state, notice: { kind, text, view: state.view } })
+
+/** another view: the status of the view left goes with it (one waiting for the new view shows) */
+function switchView(state: State, view: ViewName): State {
+  return { ...state, view, notice: state.notice?.view === state.view ? null : state.notice }
+}
 
 const currentList = (state: State): ListName | null => (state.view === 'smoke' ? null : state.view)
 
@@ -296,19 +306,24 @@ function editField(state: State, edit: (field: Field) => Field): State {
   return state
 }
 
-const firstEmpty = (fields: Field[]): number => Math.max(0, fields.findIndex((f) => f.value === ''))
+/** ↑↓ in the Smoke view (not editing): another field is selected */
+function selectSmokeField(state: State, to: (index: number, count: number) => number): State {
+  const n = state.smoke.fields.length
+  const focus = Math.min(Math.max(to(state.smoke.focus, n), 0), n - 1)
+  return { ...state, smoke: { ...state.smoke, focus } }
+}
 
 function askFirst(state: State, prompt: string, task: Task): State {
-  if (isBusy(state, 'admin')) return { ...state, notice: { kind: 'error', text: 'Busy: wait for the current operation to finish.' } }
+  if (isBusy(state, 'admin')) return say(state, 'error', 'Busy: wait for the current operation to finish.')
   return { ...state, confirm: { prompt, task }, notice: null }
 }
 
 function startTask(state: State, task: Task): State {
   const kind = task.kind === 'smoke' ? 'smoke' : 'admin'
-  if (isBusy(state, kind)) return { ...state, notice: { kind: 'error', text: 'Busy: wait for the current operation to finish.' } }
+  if (isBusy(state, kind)) return say(state, 'error', 'Busy: wait for the current operation to finish.')
   return {
     ...state,
-    tasks: [...state.tasks, { id: state.nextTaskId, task }],
+    tasks: [...state.tasks, { id: state.nextTaskId, task, view: state.view }],
     nextTaskId: state.nextTaskId + 1,
     notice: kind === 'admin' ? null : state.notice,
   }
@@ -353,7 +368,7 @@ function runSmoke(state: State): State {
   if (missing >= 0) {
     return { ...state, smoke: { ...smoke, editing: true, focus: missing, error: `${smoke.fields[missing].label} is required.` } }
   }
-  if (isBusy(state, 'smoke')) return { ...state, notice: { kind: 'error', text: 'The smoke test is already running.' } }
+  if (isBusy(state, 'smoke')) return say(state, 'error', 'The smoke test is already running.')
   const next = startTask(state, { kind: 'smoke', url: url.trim(), email: email.trim(), password })
   return {
     ...next,
@@ -365,14 +380,15 @@ function finishTask(state: State, id: number, result: TaskResult): State {
   const running = state.tasks.find((t) => t.id === id)
   if (running === undefined) return state
   const s: State = { ...state, tasks: state.tasks.filter((t) => t.id !== id) }
-  const done = (text: string): State => ({ ...s, notice: { kind: 'info', text } })
+  // the outcome is the status of the view the task was started in, shown when that view is
+  const done = (text: string): State => ({ ...s, notice: { kind: 'info', text, view: running.view } })
   const task = running.task
   switch (task.kind) {
     case 'addUser': {
       const user = result.user
       if (user === undefined) return done(`Added ${task.email}.`)
       const snapshot = s.snapshot === null ? null : { ...s.snapshot, users: [...s.snapshot.users.filter((u) => u.id !== user.id), user] }
-      const added: State = { ...s, form: null, snapshot, notice: { kind: 'info', text: `Added ${user.email}.` } }
+      const added: State = { ...done(`Added ${user.email}.`), form: null, snapshot }
       // show the new user: select it, and drop a filter that would hide it
       const filter = user.email.includes(added.lists.users.filter.trim().toLowerCase()) ? added.lists.users.filter : ''
       return reselect(updateList(added, 'users', { selectedId: user.id, filter, detail: false }), 'users')
@@ -395,10 +411,12 @@ function finishTask(state: State, id: number, result: TaskResult): State {
       const when = key.state === 'next' ? `is in the JWKS and signs from ${formatTime(key.activatedAt)} UTC.` : 'signs from now on.'
       // show the new key: select it (not the key it replaces)
       const snapshot = s.snapshot === null ? null : { ...s.snapshot, keys: [...s.snapshot.keys.filter((k) => k.kid !== key.kid), key] }
-      const rotated: State = { ...s, snapshot, notice: { kind: 'info', text: `Rotated: key ${key.kid} (${key.alg}) ${when}` } }
+      const rotated: State = { ...done(`Rotated: key ${key.kid} (${key.alg}) ${when}`), snapshot }
       return reselect(updateList(rotated, 'keys', { selectedId: key.kid, detail: false }), 'keys')
     }
     case 'checkRevokeKey':
+      // the question is asked where x was pressed; one who has left the view has moved on
+      if (s.view !== running.view) return s
       return { ...s, confirm: { prompt: task.prompt, task: { kind: 'revokeKey', kid: task.kid } }, notice: null }
     case 'revokeKey':
       return done(`Revoked key ${task.kid}.`)
@@ -423,5 +441,5 @@ function failTask(state: State, id: number, message: string): State {
     const focus = onPassword ? form.fields.findIndex((f) => f.hidden) : 0
     return { ...s, notice: null, form: { ...form, focus, error: message } }
   }
-  return { ...s, notice: { kind: 'error', text: message } }
+  return { ...s, notice: { kind: 'error', text: message, view: running.view } }
 }

@@ -13,7 +13,7 @@ import { GLOBAL_KEY_LABELS, VIEW_KEY_LABELS } from './keymap.js'
 import { KeysView } from './keys-view.js'
 import { SessionsView } from './sessions-view.js'
 import { SmokeView } from './smoke-view.js'
-import { mode, taskLabel, VIEWS, VIEW_TITLES, type State } from './state.js'
+import { MIN_COLUMNS, MIN_ROWS, mode, taskLabel, tooSmall, viewNotice, VIEWS, VIEW_TITLES, type State } from './state.js'
 import { UsersView } from './users-view.js'
 
 export const WIDTH = 79
@@ -75,10 +75,11 @@ function Body(props: { state: State; height: number; now: number }) {
 function Status(props: { state: State }) {
   const { state } = props
   const busy = state.tasks.find((t) => t.task.kind !== 'smoke')
+  const notice = viewNotice(state)
   let line
   if (state.confirm !== null) line = <Text bold>Confirm (y/N): {state.confirm.prompt}</Text>
   else if (busy !== undefined && state.form === null) line = <Spinner label={taskLabel(busy.task)} />
-  else if (state.notice !== null) line = <Text>{state.notice.kind === 'error' ? `Error: ${state.notice.text}` : state.notice.text}</Text>
+  else if (notice !== null) line = <Text>{notice.kind === 'error' ? `Error: ${notice.text}` : notice.text}</Text>
   else if (state.view === 'audit' && state.audit.error !== null) line = <Text>Error: {state.audit.error}</Text>
   else if (state.loadError !== null) line = <Text>Error: {state.loadError}</Text>
   else line = <Text> </Text>
@@ -94,6 +95,8 @@ const keysLine = (pairs: Array<[string, string]>): string => pairs.map(([k, what
 /** the keys that work now: those of the view, or of the form, confirmation or filter that has the keyboard */
 export function footerLines(state: State): [string, string] {
   switch (mode(state)) {
+    case 'small':
+      return ['', '']
     case 'help':
       return ['Esc/?/Enter close help', keysLine([['q', 'quit']])]
     case 'confirm':
@@ -112,6 +115,11 @@ export function footerLines(state: State): [string, string] {
 
 export function Screen(props: { state: State; storeLabel: string; now: number }) {
   const { state } = props
+  // drawn in less room, the layout would break: say what it needs instead, until resized
+  if (tooSmall(state)) {
+    const { columns, rows } = state.terminal
+    return <Text>{`authctl tui needs ${MIN_COLUMNS}×${MIN_ROWS} (this terminal is ${columns}×${rows})`}</Text>
+  }
   const [line1, line2] = footerLines(state)
   return (
     <Box flexDirection="column" width={WIDTH}>

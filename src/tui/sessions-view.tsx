@@ -39,7 +39,7 @@ export function SessionsView(props: { state: State; height: number; now: number 
       rows={rows}
       selected={at}
       height={props.height - 2}
-      noun="sessions"
+      noun="session"
       empty={list.filter === '' ? 'No live sessions: they start when users log in.' : 'No live sessions of a matching user.'}
       loading={state.snapshot === null}
       total={list.filter === '' ? state.snapshot?.sessionsTotal : undefined}

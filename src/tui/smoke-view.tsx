@@ -40,7 +40,7 @@ export function SmokeView(props: { state: State }) {
   return (
     <Box flexDirection="column">
       {smoke.fields.map((f, i) => (
-        <FieldLine key={f.label} field={f} focused={smoke.editing && smoke.focus === i} />
+        <FieldLine key={f.label} field={f} selected={smoke.focus === i} typing={smoke.editing} />
       ))}
       <Text> </Text>
       <Box>
@@ -68,7 +68,7 @@ export function SmokeView(props: { state: State }) {
           {smoke.result === 'pass' ? 'PASS' : 'FAIL'}: {passed} of {smoke.steps.length} steps passed in {Math.round(total)} ms
         </Text>
       ) : (
-        <Text>{smoke.editing ? 'Enter on the password runs the steps.' : 'Press Enter to fill in the fields, r to run.'}</Text>
+        <Text>{smoke.editing ? 'Enter on the password runs the steps.' : 'Enter (or e) edits the selected field, ↑↓ select another, r runs.'}</Text>
       )}
       {failed >= 0 && smoke.steps[failed].detail !== undefined ? (
         <Text wrap="wrap">

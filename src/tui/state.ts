@@ -59,6 +59,8 @@ export type Task =
 export interface RunningTask {
   id: number
   task: Task
+  /** the view it was started in: its outcome is that view's status */
+  view: ViewName
 }
 
 /** What a finished task hands back, by kind. */
@@ -87,6 +89,7 @@ export interface SmokeStepRow {
 export interface SmokeState {
   /** URL, Email, Password */
   fields: Field[]
+  /** the selected field: Enter or e edits it, ↑↓ choose another */
   focus: number
   /** the fields have the keyboard */
   editing: boolean
@@ -104,9 +107,11 @@ export interface AuditFeed {
   error: string | null
 }
 
+/** the status line: it belongs to the view that made it, and shows only there */
 export interface Notice {
   kind: 'info' | 'error'
   text: string
+  view: ViewName
 }
 
 export interface State {
@@ -125,6 +130,8 @@ export interface State {
   notice: Notice | null
   smoke: SmokeState
   audit: AuditFeed
+  /** the terminal's size in characters */
+  terminal: { columns: number; rows: number }
   /** rows a list shows at once (from the terminal height) */
   listRows: number
   quit: boolean
@@ -140,6 +147,8 @@ export function smokeFields(url: string): Field[] {
   ]
 }
 
+const firstEmpty = (fields: Field[]): number => Math.max(0, fields.findIndex((f) => f.value === ''))
+
 export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; listRows?: number }): State {
   return {
     view: 'users',
@@ -154,19 +163,27 @@ export function initialState(opts: { smokeUrl: string; smokeSteps: string[]; lis
     notice: null,
     smoke: {
       fields: smokeFields(opts.smokeUrl),
-      focus: 0,
+      // the first field to fill in (the URL comes from the config)
+      focus: firstEmpty(smokeFields(opts.smokeUrl)),
       editing: false,
       steps: opts.smokeSteps.map((name) => ({ name, status: 'pending' })),
       result: null,
       error: null,
     },
     audit: { rows: null, error: null },
+    terminal: { columns: MIN_COLUMNS, rows: MIN_ROWS },
     listRows: opts.listRows ?? 14,
     quit: false,
   }
 }
 
+/** the smallest terminal the screen fits: below it, only a line saying so is drawn */
+export const MIN_COLUMNS = 80
+export const MIN_ROWS = 24
+
 // ---- selectors ---------------------------------------------------------------------------
+
+export const tooSmall = (state: State): boolean => state.terminal.columns < MIN_COLUMNS || state.terminal.rows < MIN_ROWS
 
 /** whether a list's filter lets `text` through */
 export const matchesFilter = (text: string, filter: string): boolean => filter === '' || text.toLowerCase().includes(filter.trim().toLowerCase())
@@ -232,16 +249,20 @@ export function selectedKey(state: State): KeyRow | undefined {
 /** the first row of the page the selection is on */
 export const pageStart = (index: number, rows: number): number => (index <= 0 ? 0 : Math.floor(index / rows) * rows)
 
-/** which text input, if any, has the keyboard */
-export type Mode = 'help' | 'confirm' | 'form' | 'filter' | 'smokeEdit' | 'nav'
+/** which text input, if any, has the keyboard; `small`: the terminal is too small to show the UI */
+export type Mode = 'small' | 'help' | 'confirm' | 'form' | 'filter' | 'smokeEdit' | 'nav'
 
 export function mode(state: State): Mode {
+  if (tooSmall(state)) return 'small'
   if (state.help) return 'help'
   if (state.confirm !== null) return 'confirm'
   if (state.form !== null) return 'form'
   if (state.view === 'smoke') return state.smoke.editing ? 'smokeEdit' : 'nav'
   return state.lists[state.view].filtering ? 'filter' : 'nav'
 }
+
+/** the status line of the view on screen, if it has one */
+export const viewNotice = (state: State): Notice | null => (state.notice !== null && state.notice.view === state.view ? state.notice : null)
 
 export const isBusy = (state: State, kind: 'admin' | 'smoke'): boolean =>
   state.tasks.some((t) => (t.task.kind === 'smoke') === (kind === 'smoke'))

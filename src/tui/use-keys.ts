@@ -1,10 +1,19 @@
-/** The key hook: hands each key Ink reads to the reducer, which maps it (keymap.ts). */
+/**
+ * The key hook: maps each key Ink reads to actions (keymap.ts) in the current state, and
+ * dispatches them. The reducer never sees a key.
+ */
 import { useInput } from 'ink'
-import type { Dispatch } from 'react'
-import { splitInput, type KeyPress } from './keymap.js'
-import type { Action } from './reducer.js'
+import { useRef, type Dispatch } from 'react'
+import type { Action, KeyPress } from './actions.js'
+import { keysToActions } from './keymap.js'
+import { reducer } from './reducer.js'
+import type { State } from './state.js'
 
-export function useKeys(dispatch: Dispatch<Action>): void {
+export function useKeys(state: State, dispatch: Dispatch<Action>): void {
+  // the state the next key is read in: the one rendered, and the keys read since (Ink may read
+  // several input events before React renders again)
+  const latest = useRef(state)
+  latest.current = state
   useInput((input, key) => {
     const press: KeyPress = {
       upArrow: key.upArrow,
@@ -22,6 +31,9 @@ export function useKeys(dispatch: Dispatch<Action>): void {
       delete: key.delete,
       meta: key.meta,
     }
-    for (const one of splitInput(input, press)) dispatch({ type: 'key', ...one })
+    for (const action of keysToActions(latest.current, input, press, reducer)) {
+      latest.current = reducer(latest.current, action)
+      dispatch(action)
+    }
   })
 }

@@ -52,21 +52,28 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
   const sessionFilter = useRef(state.lists.sessions.filter)
   sessionFilter.current = state.lists.sessions.filter
 
+  // operations finished so far: a read begun before one finished may not hold its change
+  const finished = useRef(0)
+
   useEffect(() => {
     alive.current = true
     // a read in progress when the UI quits stops at its next step
     const quit = new AbortController()
-    const load = oneAtATime(
-      () =>
-        // a read that throws at once is a failure like one that rejects
-        Promise.resolve()
-          .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
-          .then(
-            (snapshot) => alive.current && dispatch({ type: 'loaded', snapshot }),
-            (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
-          ),
-      () => alive.current,
-    )
+    const load = oneAtATime(() => {
+      const before = finished.current
+      // a read that throws at once is a failure like one that rejects
+      return Promise.resolve()
+        .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
+        .then(
+          (snapshot) => {
+            // older than what the screen shows (a rotated key would vanish and take the
+            // selection with it); the read the operation asked for comes next
+            if (!alive.current || finished.current !== before) return
+            dispatch({ type: 'loaded', snapshot })
+          },
+          (err: unknown) => alive.current && dispatch({ type: 'loadFailed', message: `Cannot read the store: ${errorMessage(err)}` }),
+        )
+    }, () => alive.current)
     loadNow.current = load
     load()
     const timer = setInterval(load, pollMs)
@@ -93,11 +100,13 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
       run(deps, running, dispatch, () => alive.current).then(
         (result) => {
           if (!alive.current) return
+          finished.current++
           dispatch({ type: 'taskDone', id: running.id, result })
           loadNow.current()
         },
         (err: unknown) => {
           if (!alive.current) return
+          finished.current++
           dispatch({ type: 'taskFailed', id: running.id, message: errorMessage(err) })
           loadNow.current()
         },

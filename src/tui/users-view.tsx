@@ -38,7 +38,7 @@ export function UsersView(props: { state: State; height: number }) {
       rows={rows}
       selected={at}
       height={props.height - 2}
-      noun="users"
+      noun="user"
       empty={list.filter === '' ? 'No users yet: press a to add one.' : 'No user matches the filter (Esc in the filter clears it).'}
       loading={state.snapshot === null}
       heading={<Heading cells={cells(['EMAIL', 'STATUS', '2FA', 'CREATED (UTC)', 'SESSIONS'])} alignRight={[4]} />}

@@ -15,6 +15,8 @@ export interface FakeDeps extends TuiDeps {
   failNext: Map<string, string>
   /** the snapshot rejects while set */
   snapshotError: string | null
+  /** the snapshot answers this long after it has read the lists (a big store is read in steps) */
+  snapshotDelayMs: number
   /** smoke: the steps to report, with a pause before each */
   smokePlan: Array<Omit<SmokeStepEvent, 'index'>>
   smokeInputs: SmokeInput[]
@@ -82,6 +84,7 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
     calls: [],
     failNext: new Map(),
     snapshotError: null,
+    snapshotDelayMs: 0,
     smokePlan: [],
     smokeInputs: [],
     audit: [],
@@ -98,7 +101,9 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
     async snapshot() {
       if (d.snapshotError !== null) throw new Error(d.snapshotError)
       const count = (id: string): number => d.sessions.filter((s) => s.userId === id).length
-      return { users: d.users.map((u) => ({ ...u, sessions: count(u.id) })), sessions: [...d.sessions], keys: [...d.keys] }
+      const read = { users: d.users.map((u) => ({ ...u, sessions: count(u.id) })), sessions: [...d.sessions], keys: [...d.keys] }
+      if (d.snapshotDelayMs > 0) await sleep(d.snapshotDelayMs)
+      return read
     },
     async addUser(email, password) {
       called('addUser', `${email} ${password}`)

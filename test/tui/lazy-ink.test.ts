@@ -44,7 +44,7 @@ async function loadedBy(dir: string, name: string, args: string[], input = ''): 
 }
 
 t.test('only authctl tui loads Ink and React', async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/tui/command.js')), 'dist/ is built (npm run build)')
+  t.ok(existsSync(join(ROOT, 'dist/cli/commands/tui.js')), 'dist/ is built (npm run build)')
   const dir = t.testdir()
   const data = join(dir, 'data')
   const add = await loadedBy(dir, 'add', ['user', 'add', 'lazy@example.com', '--password-stdin', '--data', data], 'Tr0ub4dor&3-lazy\n')

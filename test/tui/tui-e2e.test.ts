@@ -1,8 +1,8 @@
 /**
  * The real `authctl tui` (built dist/) in a real terminal: tmux on its own socket, an 80×24
  * window, keys sent with send-keys and the screen read with capture-pane. It adds a user, sees
- * a user added by `authctl user add` from another process, rotates a key, and quits with the
- * terminal given back.
+ * a user added by `authctl user add` from another process, rotates a key, is squeezed below 80
+ * columns and widened again, and quits with the terminal given back.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -39,7 +39,7 @@ function authctl(args: string[], input?: string): Promise<{ code: number | null;
 }
 
 t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rotate a key, quit', { skip }, async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/tui/command.js')), 'dist/ is built (npm run build)')
+  t.ok(existsSync(join(ROOT, 'dist/cli/commands/tui.js')), 'dist/ is built (npm run build)')
   const dir = t.testdir()
   const data = join(dir, 'data')
   const socket = `authd-test-${process.pid}`
@@ -109,10 +109,19 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
   t.match(s, new RegExp(`> ${keysBefore[0].kid}\\s+ES256\\s+active`))
   await send('r')
   s = await waitFor('Rotated: key', 30_000)
-  s = await waitFor('1-2 of 2 keys')
+  s = await waitFor(/^ {2}2 keys$/m)
   // the new key is next (it signs tokens.key_lead later) and selected; the old one still signs
   t.match(s, /> \S+\s+ES256\s+next/)
   t.match(s, new RegExp(`${keysBefore[0].kid}\\s+ES256\\s+active`))
+
+  // a terminal made narrower than 80 columns says what the UI needs; made wide again, the UI is back
+  await tmux('resize-window', '-t', 'tui', '-x', '60', '-y', '24')
+  s = await waitFor('authctl tui needs 80×24 (this terminal is 60×24)')
+  t.notMatch(s, 'ES256', 'the layout is not drawn broken')
+  await tmux('resize-window', '-t', 'tui', '-x', '80', '-y', '24')
+  s = await waitFor('[3 Keys]')
+  t.notMatch(s, 'authctl tui needs')
+  t.ok(s.split('\n').every((l) => [...l].length <= 80), 'nothing wider than the window')
 
   // quit: the process ends with 0 and the shell's screen is back (the UI's lines are gone)
   await send('q')
@@ -127,7 +136,7 @@ t.test('authctl tui in an 80x24 tmux window: add a user, see another appear, rot
 })
 
 t.test('authctl tui refuses to run without a terminal', async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/tui/command.js')), 'dist/ is built (npm run build)')
+  t.ok(existsSync(join(ROOT, 'dist/cli/commands/tui.js')), 'dist/ is built (npm run build)')
   const dir = t.testdir()
   t.equal((await authctl(['user', 'add', 'x@example.com', '--password-stdin', '--data', dir], 'Tr0ub4dor&3-x\n')).code, 0)
   const r = await authctl(['tui', '--data', dir])

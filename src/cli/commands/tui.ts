@@ -1,13 +1,13 @@
 /**
  * `authctl tui`: opens the store as the other commands do, and runs the terminal UI on it until
  * the admin quits. main.ts imports this module only inside the tui action, and this module is the
- * first to import Ink and React.
+ * first to import Ink and React (through tui/run.js): the one place cli reaches up into tui.
  */
-import type { BaseDeps } from '../cli/deps.js'
-import { openStoreDeps } from '../cli/deps.js'
-import { UsageError } from '../cli/errors.js'
-import { runTui } from './run.js'
-import { createStoreTuiDeps, storeLabel } from './store-deps.js'
+import type { BaseDeps } from '../deps.js'
+import { openStoreDeps } from '../deps.js'
+import { UsageError } from '../errors.js'
+import { runTui } from '../../tui/run.js'
+import { createStoreTuiDeps, storeLabel } from '../../tui/store-deps.js'
 
 export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream; stdout?: NodeJS.WriteStream } = {}): Promise<void> {
   const stdin = io.stdin ?? process.stdin
