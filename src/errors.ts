@@ -64,7 +64,10 @@ export const errorRegistry = {
   DATA_DIR_NOT_DIRECTORY: { message: 'cannot use the data directory {path}: a file is in the way (it must be a directory)' },
   /** the data directory holds a file that is not an authd store */
   NOT_A_STORE: { message: '{file} is not an authd store (not an LMDB data file)' },
-  /** a store or database written by a newer authd, refused whole (README, "Upgrade"); PostgreSQL's sentence is given at the throw */
+  /**
+   * a store or database written by a newer authd, refused whole (README, "Upgrade"); the
+   * PostgreSQL store gives its own sentence at the throw (a database has no backup of authd's)
+   */
   SCHEMA_TOO_NEW: { message: 'the store was written by a newer authd (schema {found}; this version understands up to {latest}): upgrade authd or restore a backup' },
   /** a key (an email, an id) too long for the store */
   KEY_TOO_LONG: { message: '{what} too long for the store' },
@@ -139,7 +142,10 @@ export interface AppErrorOptions {
   params?: ErrorParams
   /** seconds, for 429 and 503 answers */
   retryAfterS?: number
-  /** the whole message, where it is built from parts; for STORE_UNAVAILABLE, the detail for logs and authctl (the client gets the registry's) */
+  /**
+   * the whole message, where it is built from parts; for STORE_UNAVAILABLE, the detail for logs
+   * and authctl (a client gets the registry's sentence)
+   */
   message?: string
 }
 
