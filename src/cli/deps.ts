@@ -9,7 +9,7 @@ import type { Config } from '../config/types.js'
 import type { Admin } from '../core/admin.js'
 import type { Store } from '../store/store.js'
 import { createConfirm, type Confirm } from './confirm.js'
-import { UsageError } from './errors.js'
+import { AppError } from '../errors.js'
 import { processPasswordIo, readNewPassword, readPassword } from './password-input.js'
 
 /** authctl's own process surroundings (no process.* below main) */
@@ -79,10 +79,10 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
   if (config.store.backend === 'lmdb') {
     if (fileInTheWay(path)) {
       // the sentence authd gives for it; a usage error: --data or store.path names the wrong thing
-      throw new UsageError(`Cannot use the data directory ${path}: a file is in the way (it must be a directory).`)
+      throw new AppError('DATA_DIR_NOT_DIRECTORY', { params: { path } })
     }
     if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
-      throw new UsageError(`No authd data directory at ${path}: pass --data or set store.path (authd creates it on first start).`)
+      throw new AppError('NO_DATA_DIR', { params: { path } })
     }
     // LMDB keeps a store in data.mdb: without it, opening makes a new, empty store
     created = !existsSync(join(path, 'data.mdb'))

@@ -8,6 +8,7 @@
  */
 import { constants, createReadStream } from 'node:fs'
 import { open, unlink, type FileHandle } from 'node:fs/promises'
+import { AppError } from '../errors.js'
 import type { ExportRecord } from '../store/store.js'
 
 /** the last line of a complete export */
@@ -22,16 +23,8 @@ export const MAX_LINE_BYTES = 4 * 1024 * 1024
 /** writes are gathered into chunks of about this size */
 const CHUNK_BYTES = 64 * 1024
 
-/** Why a file cannot be read as an export: the sentence names the line. */
-export class ExportFileError extends Error {
-  constructor(
-    readonly line: number,
-    why: string,
-  ) {
-    super(`line ${line} ${why}`)
-    this.name = 'ExportFileError'
-  }
-}
+/** Why a file cannot be read as an export: EXPORT_FILE_INVALID, its sentence naming the line (params.line). */
+const notAnExport = (line: number, why: string): AppError => new AppError('EXPORT_FILE_INVALID', { params: { line, why } })
 
 /**
  * Creates `file` (0600, never over an existing file: O_EXCL) and writes `records` into it, one
@@ -84,7 +77,7 @@ async function writeAll(fh: FileHandle, buf: Buffer): Promise<number> {
 
 /**
  * The records of the export in `file`, in order, read as a stream (the end line checked and not
- * yielded). Rejects with ExportFileError naming the first line that is not UTF-8, not one JSON
+ * yielded). Rejects with EXPORT_FILE_INVALID naming the first line that is not UTF-8, not one JSON
  * object with a string `type`, or too long; or, at the end, a file without its end line or with
  * one that does not count the lines before it (cut short). Filesystem errors (ENOENT …) pass
  * through.
@@ -96,25 +89,25 @@ export async function* readExportFile(file: string): AsyncGenerator<ExportRecord
   let end: EndRecord | undefined
   const parse = (bytes: Buffer): ExportRecord | undefined => {
     line++
-    if (end !== undefined) throw new ExportFileError(line, 'comes after the end line: the file is not one export')
+    if (end !== undefined) throw notAnExport(line, 'comes after the end line: the file is not one export')
     let text: string
     try {
       text = utf8.decode(bytes)
     } catch {
-      throw new ExportFileError(line, 'is not UTF-8 text: the file is not an export')
+      throw notAnExport(line, 'is not UTF-8 text: the file is not an export')
     }
     let value: unknown
     try {
       value = JSON.parse(text)
     } catch {
-      throw new ExportFileError(line, text.trim() === '' ? 'is empty: not a record of an export' : 'is not a JSON record: the file is damaged or was cut short')
+      throw notAnExport(line, text.trim() === '' ? 'is empty: not a record of an export' : 'is not a JSON record: the file is damaged or was cut short')
     }
     if (typeof value !== 'object' || value === null || Array.isArray(value) || typeof (value as { type?: unknown }).type !== 'string') {
-      throw new ExportFileError(line, 'is not a record of an export (a JSON object with a "type")')
+      throw notAnExport(line, 'is not a record of an export (a JSON object with a "type")')
     }
     if ((value as { type: string }).type === 'end') {
       end = value as EndRecord
-      if (end.records !== records) throw new ExportFileError(line, `says the export has ${JSON.stringify(end.records)} records, but ${records} lines come before it: the file is damaged`)
+      if (end.records !== records) throw notAnExport(line, `says the export has ${JSON.stringify(end.records)} records, but ${records} lines come before it: the file is damaged`)
       return undefined
     }
     records++
@@ -137,7 +130,7 @@ export async function* readExportFile(file: string): AsyncGenerator<ExportRecord
     if (start < chunk.length) {
       pending.push(chunk.subarray(start))
       pendingBytes += chunk.length - start
-      if (pendingBytes > MAX_LINE_BYTES) throw new ExportFileError(line + 1, `is longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB: not a record of an export`)
+      if (pendingBytes > MAX_LINE_BYTES) throw notAnExport(line + 1, `is longer than ${MAX_LINE_BYTES / 1024 / 1024} MiB: not a record of an export`)
     }
   }
   // a last line without its newline: a complete export ends with one, but an editor may drop it
@@ -146,6 +139,6 @@ export async function* readExportFile(file: string): AsyncGenerator<ExportRecord
     if (record !== undefined) yield record
   }
   if (end === undefined) {
-    throw new ExportFileError(line === 0 ? 1 : line, line === 0 ? 'is missing: the file is empty' : 'is the last, and it is not the end line: the file was cut short')
+    throw notAnExport(line === 0 ? 1 : line, line === 0 ? 'is missing: the file is empty' : 'is the last, and it is not the end line: the file was cut short')
   }
 }

@@ -14,6 +14,8 @@ import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
 import { version } from '../version.js'
 import { auditEventsHelp } from '../core/audit-events.js'
+import { isAppError } from '../errors.js'
+import { exitCodeOf } from './exit-codes.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
@@ -349,8 +351,6 @@ export async function main(io: CliIo): Promise<number> {
   return 0
 }
 
-class UnavailableError extends Error {}
-
 function positiveInteger(value: string): number {
   const n = Number(value)
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n <= 0) {
@@ -363,26 +363,13 @@ function positiveInteger(value: string): number {
 function fail(io: CliIo, err: unknown, debug: boolean): number {
   // commander has already written its own one-line message (or the help)
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-  const e = err as { code?: unknown; name?: unknown; message?: unknown; stack?: unknown }
-  const code = typeof e?.code === 'string' ? e.code : ''
+  const e = err as { message?: unknown; stack?: unknown } | null
   const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
-  // NO_BACKUP: `backup` of a store that has none (PostgreSQL); NOT_BUILT: a backend this build lacks
-  // SCHEMA_TOO_NEW: a store or database written by a newer authd, refused whole
-  const usage = code === 'CONFIG_INVALID' || code === 'USAGE' || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'NO_BACKUP' || code === 'NOT_BUILT' || code === 'SCHEMA_TOO_NEW'
-  const deliberate =
-    usage ||
-    code === 'FAILED' ||
-    code === 'DATA_DIR' ||
-    code === 'NOT_A_STORE' ||
-    e?.name === 'AdminError' ||
-    e?.name === 'AppError' ||
-    // the store's database cannot be reached: its sentence says so, exit 1
-    e?.name === 'StoreUnavailableError' ||
-    err instanceof UnavailableError
-  // an unexpected error says so, in the same single line
+  // every deliberate error is an AppError; anything else is unexpected and says so, in the same single line
+  const deliberate = isAppError(err)
   io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)
   if (debug && typeof e?.stack === 'string') io.stderr(`${e.stack}\n`)
-  return usage ? 2 : 1
+  return deliberate ? exitCodeOf(err.code) : 1
 }
 
 const sentence = (m: string): string => {

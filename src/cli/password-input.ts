@@ -5,7 +5,7 @@
  * keeps only the command's output (one JSON document with --json).
  */
 import { StringDecoder } from 'node:string_decoder'
-import { FailedError, UsageError } from './errors.js'
+import { AppError } from '../errors.js'
 
 export interface TerminalInput extends NodeJS.ReadableStream {
   isTTY?: boolean
@@ -49,7 +49,7 @@ export function readFirstLine(input: NodeJS.ReadableStream, maxBytes: number): P
       try {
         resolve(new TextDecoder('utf-8', { fatal: true }).decode(bytes))
       } catch {
-        reject(new FailedError('Standard input is not valid UTF-8.'))
+        reject(new AppError('STDIN_NOT_UTF8'))
       }
     }
     const onData = (chunk: Buffer | string): void => {
@@ -59,7 +59,7 @@ export function readFirstLine(input: NodeJS.ReadableStream, maxBytes: number): P
       size += part.length
       if (size > maxBytes) {
         cleanup()
-        return reject(new FailedError(`The line on standard input is longer than ${maxBytes} bytes.`))
+        return reject(new AppError('STDIN_LINE_TOO_LONG', { params: { max: maxBytes } }))
       }
       chunks.push(part)
       if (nl !== -1) finish(true)
@@ -79,7 +79,7 @@ export function readFirstLine(input: NodeJS.ReadableStream, maxBytes: number): P
 /** `--password-stdin`: the first line of standard input (README, "Administer with authctl"). */
 export async function readPasswordFromStdin(input: NodeJS.ReadableStream): Promise<string> {
   const line = await readFirstLine(input, MAX_PASSWORD_INPUT_BYTES)
-  if (line === null || line === '') throw new FailedError('No password was given on standard input.')
+  if (line === null || line === '') throw new AppError('NO_PASSWORD_ON_STDIN')
   return line
 }
 
@@ -103,13 +103,13 @@ export function promptHidden(io: PasswordIo, question: string): Promise<string> 
       if (err !== undefined) reject(err)
       else resolve(chars.join(''))
     }
-    const onEnd = (): void => done(new FailedError('Cancelled.'))
+    const onEnd = (): void => done(new AppError('CANCELLED'))
     const onData = (chunk: Buffer | string): void => {
       const text = typeof chunk === 'string' ? chunk : decoder.write(chunk)
       for (const ch of text) {
         if (ch === '\r' || ch === '\n') return done()
-        if (ch === '\u0003') return done(new FailedError('Cancelled.'))
-        if (ch === '\u0004') return chars.length === 0 ? done(new FailedError('Cancelled.')) : done()
+        if (ch === '\u0003') return done(new AppError('CANCELLED'))
+        if (ch === '\u0004') return chars.length === 0 ? done(new AppError('CANCELLED')) : done()
         if (ch === '\u007f' || ch === '\b') chars.pop()
         else if (ch === '\u0015') chars = []
         // an escape sequence (arrow keys and the like): drop the rest of this chunk
@@ -125,17 +125,15 @@ export function promptHidden(io: PasswordIo, question: string): Promise<string> 
 
 const isTerminal = (input: TerminalInput): boolean => input.isTTY === true && typeof input.setRawMode === 'function'
 
-const NOT_A_TERMINAL = 'Standard input is not a terminal: pass --password-stdin and write the password to standard input.'
-
 /** A new password (user add, user passwd): from stdin, or asked twice on a terminal. */
 export async function readNewPassword(opts: { passwordStdin: boolean; io?: PasswordIo }): Promise<string> {
   const io = opts.io ?? processPasswordIo()
   if (opts.passwordStdin) return readPasswordFromStdin(io.input)
-  if (!isTerminal(io.input)) throw new UsageError(NOT_A_TERMINAL)
+  if (!isTerminal(io.input)) throw new AppError('PASSWORD_NEEDS_TERMINAL')
   const first = await promptHidden(io, 'New password: ')
-  if (first === '') throw new FailedError('No password was given.')
+  if (first === '') throw new AppError('NO_PASSWORD')
   const second = await promptHidden(io, 'Repeat the new password: ')
-  if (first !== second) throw new FailedError('The two passwords do not match.')
+  if (first !== second) throw new AppError('PASSWORDS_DIFFER')
   return first
 }
 
@@ -143,8 +141,8 @@ export async function readNewPassword(opts: { passwordStdin: boolean; io?: Passw
 export async function readPassword(opts: { passwordStdin: boolean; io?: PasswordIo; question?: string }): Promise<string> {
   const io = opts.io ?? processPasswordIo()
   if (opts.passwordStdin) return readPasswordFromStdin(io.input)
-  if (!isTerminal(io.input)) throw new UsageError(NOT_A_TERMINAL)
+  if (!isTerminal(io.input)) throw new AppError('PASSWORD_NEEDS_TERMINAL')
   const password = await promptHidden(io, opts.question ?? 'Password: ')
-  if (password === '') throw new FailedError('No password was given.')
+  if (password === '') throw new AppError('NO_PASSWORD')
   return password
 }

@@ -5,6 +5,7 @@
  * function itself prints nothing and never throws for a failed step.
  */
 import type { Dispatcher } from 'undici'
+import { AppError, isAppError } from '../errors.js'
 
 export type SmokeStepName = 'login' | 'me' | 'refresh' | 'me_refreshed' | 'logout' | 'refresh_after_logout'
 
@@ -68,8 +69,8 @@ interface Reply {
   retryAfter: string | null
 }
 
-/** A failed check inside a step. */
-class StepFailure extends Error {}
+/** A failed check inside a step: `why` is what the step reports. */
+const checkFailed = (why: string): AppError => new AppError('SMOKE_CHECK_FAILED', { message: why })
 
 /** cookies by name, as the daemon set them (a browser-like jar for one origin) */
 class Jar {
@@ -150,16 +151,16 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
   }
   const data = (r: Reply): Record<string, unknown> => {
     const d = r.body?.data
-    if (r.body?.success !== true || typeof d !== 'object' || d === null) throw new StepFailure('the body is not {success:true, data:{…}}')
+    if (r.body?.success !== true || typeof d !== 'object' || d === null) throw checkFailed('the body is not {success:true, data:{…}}')
     return d as Record<string, unknown>
   }
   const takeAccessToken = (r: Reply): void => {
     const token = data(r).accessToken
-    if (typeof token !== 'string' || token === '') throw new StepFailure('no accessToken in the body')
+    if (typeof token !== 'string' || token === '') throw checkFailed('no accessToken in the body')
     accessToken = token
   }
   const checkMe = (r: Reply): void => {
-    if (data(r).id !== userId) throw new StepFailure('/me answered for another user')
+    if (data(r).id !== userId) throw checkFailed('/me answered for another user')
   }
 
   // what each step sends, and what it checks beyond the status
@@ -169,10 +170,10 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
       check: (r) => {
         takeAccessToken(r)
         const user = data(r).user as { id?: unknown } | undefined
-        if (typeof user?.id !== 'string') throw new StepFailure('no user id in the body')
+        if (typeof user?.id !== 'string') throw checkFailed('no user id in the body')
         userId = user.id
         jar.take(r.setCookies)
-        if (jar.size === 0) throw new StepFailure('no refresh cookie was set')
+        if (jar.size === 0) throw checkFailed('no refresh cookie was set')
       },
     }),
     me: async () => ({ reply: await send('GET', '/api/auth/me', { authorization: `Bearer ${accessToken}` }), check: checkMe }),
@@ -183,7 +184,7 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
         check: (r) => {
           takeAccessToken(r)
           jar.take(r.setCookies)
-          if (jar.header() === before || jar.size === 0) throw new StepFailure('the refresh cookie was not rotated')
+          if (jar.header() === before || jar.size === 0) throw checkFailed('the refresh cookie was not rotated')
         },
       }
     },
@@ -227,7 +228,7 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
           error = `expected ${plan.expectedStatus}, got ${reply.status}${message}${retryNote(reply.retryAfter)}`
         } else check(reply)
       } catch (err) {
-        error = err instanceof StepFailure ? err.message : describeNetworkError(err, timeoutMs, base)
+        error = isAppError(err) && err.code === 'SMOKE_CHECK_FAILED' ? err.message : describeNetworkError(err, timeoutMs, base)
       }
       const step: SmokeStep = {
         ...head,

@@ -1,17 +1,13 @@
-/**
- * A bad config: unknown key, bad value, unreadable or unparsable file. The message is one plain
- * line naming the key (or file) and the offending value; callers print it and exit 2.
- */
-export class ConfigError extends Error {
-  readonly code = 'CONFIG_INVALID'
-  /** dotted key ("server.port") or environment variable, when the error is about one */
-  readonly key: string | undefined
+import { AppError } from '../errors.js'
 
-  constructor(message: string, key?: string) {
-    super(message)
-    this.name = 'ConfigError'
-    this.key = key
-  }
+/**
+ * A bad config: unknown key, bad value, unreadable or unparsable file. `message` is one plain
+ * line naming the key (or file) and the offending value; `key` (params.key), the dotted key
+ * ("server.port") or environment variable when it is about one. authd and authctl print it and
+ * exit 2.
+ */
+export function configError(message: string, key?: string): AppError {
+  return new AppError('CONFIG_INVALID', { message, params: key === undefined ? undefined : { key } })
 }
 
 /** A value as it appears in messages: strings and lists quoted like JSON, the rest as-is. */

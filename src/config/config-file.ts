@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parse, TomlError } from 'smol-toml'
-import { ConfigError } from './config-error.js'
+import { configError } from './config-error.js'
 import { flattenTable, type Layer } from './layer.js'
 
 /**
@@ -11,7 +11,7 @@ import { flattenTable, type Layer } from './layer.js'
 export function locateConfigFile(flag: string | undefined, envValue: string | undefined, cwd: string): string | null {
   const [given, name] = flag !== undefined ? [flag, '--config'] : [envValue, 'AUTHD_CONFIG']
   if (given !== undefined) {
-    if (given === '') throw new ConfigError(`config: ${name} must be a file path (got "")`, name)
+    if (given === '') throw configError(`config: ${name} must be a file path (got "")`, name)
     return resolve(cwd, given)
   }
   const implicit = resolve(cwd, 'auth.toml')
@@ -24,7 +24,7 @@ export function readConfigFile(file: string): Layer {
     text = readFileSync(file, 'utf8')
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message
-    throw new ConfigError(`config: cannot read config file ${file} (${reason})`)
+    throw configError(`config: cannot read config file ${file} (${reason})`)
   }
   let table: Record<string, unknown>
   try {
@@ -33,7 +33,7 @@ export function readConfigFile(file: string): Layer {
     if (!(error instanceof TomlError)) throw error
     // smol-toml's message carries a multi-line code excerpt; errors are printed as one line.
     const reason = error.message.split('\n')[0].replace(/:$/, '')
-    throw new ConfigError(`config: cannot parse config file ${file} at line ${error.line}, column ${error.column}: ${reason}`)
+    throw configError(`config: cannot parse config file ${file} at line ${error.line}, column ${error.column}: ${reason}`)
   }
   return flattenTable(table, `in ${file}`)
 }

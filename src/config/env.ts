@@ -1,5 +1,5 @@
 import { parse } from 'smol-toml'
-import { ConfigError, showValue } from './config-error.js'
+import { configError, showValue } from './config-error.js'
 import { envName, KEYS, type KeyKind, type KeyPath } from './keys.js'
 import type { Layer } from './layer.js'
 
@@ -16,7 +16,7 @@ export function readEnv(env: Record<string, string | undefined>): Layer {
   for (const [name, text] of Object.entries(env)) {
     if (!name.startsWith('AUTHD_') || text === undefined || SPECIAL.has(name)) continue
     const path = byName.get(name)
-    if (path === undefined) throw new ConfigError(`config: unknown environment variable ${name} (got ${showValue(text)})`, name)
+    if (path === undefined) throw configError(`config: unknown environment variable ${name} (got ${showValue(text)})`, name)
     const source = `from ${name}`
     layer.set(path, { value: fromEnvText(text, KEYS[path], path, source), source })
   }
@@ -24,7 +24,7 @@ export function readEnv(env: Record<string, string | undefined>): Layer {
   if (data !== undefined) {
     const other = layer.get('store.path')
     if (other !== undefined && other.value !== data) {
-      throw new ConfigError(`config: AUTHD_DATA and AUTHD_STORE_PATH disagree (got ${showValue(data)} and ${showValue(other.value)})`, 'AUTHD_DATA')
+      throw configError(`config: AUTHD_DATA and AUTHD_STORE_PATH disagree (got ${showValue(data)} and ${showValue(other.value)})`, 'AUTHD_DATA')
     }
     layer.set('store.path', { value: data, source: 'from AUTHD_DATA' })
   }
@@ -57,6 +57,6 @@ function parseList(text: string, path: string, source: string): unknown {
   try {
     return parse(`value = ${trimmed}`).value
   } catch {
-    throw new ConfigError(`config: ${path} must be a list of strings (got ${showValue(text)} ${source})`, path)
+    throw configError(`config: ${path} must be a list of strings (got ${showValue(text)} ${source})`, path)
   }
 }

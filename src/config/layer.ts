@@ -1,4 +1,4 @@
-import { ConfigError, showValue } from './config-error.js'
+import { configError, showValue } from './config-error.js'
 import { isKeyPath, isTablePath, type KeyPath } from './keys.js'
 
 /** A value and where it came from, as a phrase for messages: "in /etc/authd/auth.toml",
@@ -15,7 +15,7 @@ export function isTable(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Date)
 }
 
-/** Flattens a TOML-shaped table into a layer; an unknown key at any depth is a ConfigError. */
+/** Flattens a TOML-shaped table into a layer; an unknown key at any depth is a CONFIG_INVALID error. */
 export function flattenTable(table: object, source: string): Layer {
   const layer: Layer = new Map()
   const walk = (node: object, prefix: string): void => {
@@ -24,10 +24,10 @@ export function flattenTable(table: object, source: string): Layer {
       if (isKeyPath(path)) {
         layer.set(path, { value, source })
       } else if (isTablePath(path)) {
-        if (!isTable(value)) throw new ConfigError(`config: ${path} must be a table (got ${showValue(value)} ${source})`, path)
+        if (!isTable(value)) throw configError(`config: ${path} must be a table (got ${showValue(value)} ${source})`, path)
         walk(value, path)
       } else {
-        throw new ConfigError(`config: unknown key "${path}" (got ${showValue(value)} ${source})`, path)
+        throw configError(`config: unknown key "${path}" (got ${showValue(value)} ${source})`, path)
       }
     }
   }

@@ -5,8 +5,6 @@ import { flattenTable, type Layer } from './layer.js'
 import type { Config } from './types.js'
 import { buildConfig } from './validate.js'
 
-export { ConfigError } from './config-error.js'
-
 /** Command-line flags shared by authd and authctl; absent means not given. */
 export interface ConfigFlags {
   config?: string
@@ -27,7 +25,7 @@ export interface LoadConfigInput {
 /**
  * Resolves the config: flag > environment > config file > built-in default, then validates it
  * once. Returns the typed Config and the config file read (absolute path), or null if none.
- * Throws ConfigError (code CONFIG_INVALID) naming the key and value, or the file.
+ * Throws an AppError CONFIG_INVALID naming the key and value, or the file.
  */
 export function loadConfig(input: LoadConfigInput): { config: Config; file: string | null } {
   const { flags, env, cwd } = input

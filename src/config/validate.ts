@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 import ipaddr from 'ipaddr.js'
-import { ConfigError, showValue } from './config-error.js'
+import { configError, showValue } from './config-error.js'
 import { derivePublicUrl } from './defaults.js'
 import { parseDuration } from './duration.js'
 import type { KeyPath } from './keys.js'
@@ -20,7 +20,7 @@ const COOKIE_PATH = /^\/[\x21-\x3A\x3C-\x7E]*$/
 
 /**
  * Checks every effective value and builds the typed Config. `layer` holds every key (defaults
- * merged under the other sources) except possibly server.public_url. Throws ConfigError naming
+ * merged under the other sources) except possibly server.public_url. Throws CONFIG_INVALID naming
  * the key, the value and where it came from.
  */
 export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }): Config {
@@ -30,14 +30,14 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     return found
   }
   const fail = (path: string, problem: string, at: Entry, value: unknown = at.value): never => {
-    throw new ConfigError(`config: ${path} ${problem} (got ${showValue(value)} ${at.source})`, path)
+    throw configError(`config: ${path} ${problem} (got ${showValue(value)} ${at.source})`, path)
   }
   // A rule between two keys: name both values and where each came from, since either may be the fix.
   const conflict = (path: KeyPath, problem: string, other: KeyPath): never => {
     const at = entry(path)
     const also = entry(other)
     const detail = `got ${showValue(at.value)} ${at.source}; ${other} is ${showValue(also.value)} ${also.source}`
-    throw new ConfigError(`config: ${path} ${problem} (${detail})`, path)
+    throw configError(`config: ${path} ${problem} (${detail})`, path)
   }
 
   const string = (path: KeyPath, problem = 'must be a non-empty string', ok = (_: string) => true): string => {

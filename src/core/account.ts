@@ -7,7 +7,7 @@ import type { Config } from '../config/types.js'
 import type { SessionEntry, SessionRecord, Store } from '../store/store.js'
 import { apiDraft } from './audit.js'
 import type { Authenticated, ClientContext, Logger } from './caller.js'
-import { AppError } from './errors.js'
+import { AppError, isAppError } from '../errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { ConsumeToken } from './rate-limiter.js'
@@ -72,9 +72,6 @@ export interface AccountDeps {
 /** index entries read per step when listing a user's sessions */
 const PAGE = 256
 
-/** thrown inside the store's write when the password changed since it was checked */
-class ChangedMeanwhile extends Error {}
-
 const iso = (ms: number): string => new Date(ms).toISOString()
 
 export function createAccount(deps: AccountDeps): Account {
@@ -127,17 +124,16 @@ export function createAccount(deps: AccountDeps): Account {
           userId,
           (u) => {
             // changed by another request or an admin since it was checked: the password this
-            // request proved is no longer the current one
-            if (u.passwordHash !== user.passwordHash || u.disabled) throw new ChangedMeanwhile()
+            // request proved is no longer the current one (thrown here, the write is abandoned)
+            if (u.passwordHash !== user.passwordHash || u.disabled) throw new AppError('CURRENT_PASSWORD_INCORRECT')
             return { ...u, passwordHash, updatedAt: at }
           },
           who.sessionId,
           audit,
         )
       } catch (err) {
-        if (!(err instanceof ChangedMeanwhile)) throw err
-        events.passwordChange('incorrect')
-        throw new AppError('CURRENT_PASSWORD_INCORRECT')
+        if (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT') events.passwordChange('incorrect')
+        throw err
       }
       if (changed === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       events.passwordChange('success')

@@ -4,9 +4,12 @@
  * daemon on its next request: it reads users and sessions from the store per request and
  * re-reads keys whenever the store's keys version changes. No printing, no prompts, no process
  * state here: callers ask for passwords and confirmations, and render the plain data returned.
+ * A refusal is an AppError (USER_NOT_FOUND, USER_EXISTS …) whose message is a sentence fit to
+ * show the admin.
  */
 import type { Algorithm, Config } from '../config/types.js'
 import type { AuditDraft, KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
+import { AppError } from '../errors.js'
 import { adminDraft, type AuditEventName, type DraftFields } from './audit.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { generateKey, keyStates } from './keys.js'
@@ -14,27 +17,6 @@ import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import { expiresIfUnused, isLive } from './sessions.js'
 import { newUserId } from './users.js'
-
-export type AdminErrorCode =
-  | 'USER_NOT_FOUND'
-  | 'SESSION_NOT_FOUND'
-  | 'KEY_NOT_FOUND'
-  | 'EMAIL_TAKEN'
-  | 'INVALID_EMAIL'
-
-/** A refused admin operation; `message` is one plain sentence fit to show the admin. */
-export class AdminError extends Error {
-  readonly code: AdminErrorCode
-  constructor(code: AdminErrorCode, message: string) {
-    super(message)
-    this.name = 'AdminError'
-    this.code = code
-  }
-}
-
-export function isAdminError(err: unknown): err is AdminError {
-  return err instanceof Error && err.name === 'AdminError' && typeof (err as AdminError).code === 'string'
-}
 
 /** Times are epoch milliseconds throughout; renderers format them. */
 export interface UserSummary {
@@ -116,7 +98,7 @@ export interface Admin {
   resolveUser(ref: string): Promise<UserRecord>
   listUsers(): Promise<UserSummary[]>
   showUser(ref: string): Promise<UserSummary>
-  /** canonical form of an email for a new user; rejects with INVALID_EMAIL or EMAIL_TAKEN (call before asking for a password) */
+  /** canonical form of an email for a new user; rejects with USER_EMAIL_INVALID or USER_EXISTS (call before asking for a password) */
   checkNewEmail(email: string): Promise<string>
   /** throws the policy's AppError (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
   checkPassword(password: string): Promise<void>
@@ -214,7 +196,7 @@ export function createAdmin(deps: AdminDeps): Admin {
   }
   const resolveUser = async (ref: string): Promise<UserRecord> => {
     const user = await findUser(ref)
-    if (user === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
+    if (user === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(ref) } })
     return user
   }
   const liveSessions = async (userId?: string): Promise<SessionRecord[]> => {
@@ -331,7 +313,7 @@ export function createAdmin(deps: AdminDeps): Admin {
   const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<UserRecord> => {
     const next = await store.updateUser(user.id, change, events)
     // deleted by someone else between the lookup and the write
-    if (next === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(user.email)}.`)
+    if (next === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(user.email) } })
     return next
   }
   const checkPassword = async (password: string): Promise<void> => {
@@ -343,12 +325,12 @@ export function createAdmin(deps: AdminDeps): Admin {
   const updateEndingSessions = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<{ user: UserRecord; ended: number }> => {
     // no session is kept (no session has the empty id)
     const done = await store.updateUserEndingSessions(user.id, change, '', events)
-    if (done === undefined) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(user.email)}.`)
+    if (done === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(user.email) } })
     return done
   }
   const revocable = async (kid: string): Promise<KeyRecord> => {
     const key = kid.trim() === '' ? undefined : (await effectiveKeys(now())).find((k) => k.kid === kid.trim())
-    if (key === undefined) throw new AdminError('KEY_NOT_FOUND', `No key with kid ${JSON.stringify(kid)}.`)
+    if (key === undefined) throw new AppError('KEY_NOT_FOUND', { params: { kid: JSON.stringify(kid) } })
     return key
   }
   const newKey = (algorithm: Algorithm | undefined, at: number): KeyRecord => generateKey(algorithm ?? t.algorithm, at)
@@ -367,9 +349,9 @@ export function createAdmin(deps: AdminDeps): Admin {
     async checkNewEmail(email) {
       // the rules of POST /api/auth/register (README), with the reason said
       const checked = checkEmail(email)
-      if ('problem' in checked) throw new AdminError('INVALID_EMAIL', `${JSON.stringify(email)} is not a valid email address: ${checked.problem}.`)
+      if ('problem' in checked) throw new AppError('USER_EMAIL_INVALID', { params: { email: JSON.stringify(email), problem: checked.problem } })
       const canonical = checked.email
-      if ((await store.getUserByEmail(canonical)) !== undefined) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      if ((await store.getUserByEmail(canonical)) !== undefined) throw new AppError('USER_EXISTS', { params: { email: canonical } })
       return canonical
     },
     checkPassword,
@@ -381,7 +363,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const at = now()
       const user: UserRecord = { id: newUserId(), email: canonical, passwordHash: await hasher.hash(password), createdAt: at, updatedAt: at, disabled: false }
       // the uniqueness check that counts is the one inside the store's write transaction
-      if (!(await store.createUser(user, audit('admin.user.add', ofUser(user))))) throw new AdminError('EMAIL_TAKEN', `A user with email ${canonical} already exists.`)
+      if (!(await store.createUser(user, audit('admin.user.add', ofUser(user))))) throw new AppError('USER_EXISTS', { params: { email: canonical } })
       await store.flushed()
       return summary(user)
     },
@@ -414,7 +396,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const user = await resolveUser(ref)
       const before = await summary(user)
       const revokedSessions = await store.countSessions(user.id)
-      if (!(await store.deleteUser(user.id, audit('admin.user.rm', ofUser(user))))) throw new AdminError('USER_NOT_FOUND', `No user with email or id ${JSON.stringify(ref)}.`)
+      if (!(await store.deleteUser(user.id, audit('admin.user.rm', ofUser(user))))) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(ref) } })
       return { user: before, revokedSessions }
     },
 
@@ -490,7 +472,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const email = s === undefined ? null : ((await store.getUser(s.userId))?.email ?? null)
       const events = s === undefined ? [] : audit('admin.sessions.revoke', { userId: s.userId, email, sessionId: s.id, detail: { scope: 'session' } })
       if (s === undefined || !(await store.revokeSession(s.id, events))) {
-        throw new AdminError('SESSION_NOT_FOUND', `No session with id ${JSON.stringify(id)}.`)
+        throw new AppError('SESSION_ID_NOT_FOUND', { params: { id: JSON.stringify(id) } })
       }
       return sessionSummary(s, email)
     },

@@ -41,7 +41,7 @@ export interface MeView {
   /**
    * The checks of /me on a bearer token: signed by a key of ours, timely, its session there and
    * live, its user there and enabled. The answer, or null (401 INVALID_ACCESS_TOKEN). Rejects with
-   * StoreUnavailableError when the store cannot be read.
+   * STORE_UNAVAILABLE when the store cannot be read.
    */
   check(token: string): Promise<MeAnswer | null>
   /** how many sessions are kept now (at most SESSIONS_REMEMBERED) */

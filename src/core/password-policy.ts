@@ -1,5 +1,5 @@
 /** The password rules of register, `authctl user passwd` and `user add`. */
-import { AppError } from './errors.js'
+import { AppError } from '../errors.js'
 
 export interface PasswordPolicy {
   /** throws the client-visible error for a password that breaks the rules */

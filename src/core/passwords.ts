@@ -4,7 +4,7 @@
  */
 import argon2 from 'argon2'
 import { createHmac, randomBytes } from 'node:crypto'
-import { AppError } from './errors.js'
+import { AppError } from '../errors.js'
 
 export interface HashParams {
   memoryKib: number

@@ -5,7 +5,7 @@
 import { Command, CommanderError } from 'commander'
 import { stringify } from 'smol-toml'
 import type { Logger } from 'pino'
-import { ConfigError, loadConfig, type ConfigFlags } from '../config/load.js'
+import { loadConfig, type ConfigFlags } from '../config/load.js'
 import { describeConfig } from '../config/describe.js'
 import { derivePublicUrl } from '../config/defaults.js'
 import type { Config } from '../config/types.js'
@@ -13,6 +13,7 @@ import { createLogger } from '../core/logger.js'
 import { createServices } from './services.js'
 import { listen } from './server.js'
 import { version } from '../version.js'
+import { isAppError, type ErrorCode } from '../errors.js'
 
 interface Io {
   argv: string[]
@@ -21,6 +22,13 @@ interface Io {
   stdout: (s: string) => void
   stderr: (s: string) => void
 }
+
+/**
+ * The codes that stop authd with exit 2, a config error (README, "Configure"): a bad key or value,
+ * a file where the data directory should be (--data or store.path names the wrong thing), a store
+ * or database written by a newer authd (README, "Upgrade"). Any other error exits 1.
+ */
+const CONFIG_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['CONFIG_INVALID', 'DATA_DIR_NOT_DIRECTORY', 'SCHEMA_TOO_NEW'])
 
 /** Runs authd; resolves to the exit code (start resolves only once the daemon has stopped). */
 export async function main(io: Io): Promise<number> {
@@ -67,11 +75,8 @@ export async function main(io: Io): Promise<number> {
     return code
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    const code = (err as { code?: unknown } | null)?.code
-    if (err instanceof ConfigError || code === 'DATA_DIR_NOT_DIRECTORY' || code === 'SCHEMA_TOO_NEW') {
-      // (a file where the data directory should be: --data or store.path names the wrong thing;
-      // a store or database written by a newer authd: README, "Upgrade")
-      io.stderr(`authd: ${(err as Error).message}\n`)
+    if (isAppError(err) && CONFIG_ERRORS.has(err.code)) {
+      io.stderr(`authd: ${err.message}\n`)
       return 2
     }
     const debug = io.argv.includes('--debug')

@@ -2,7 +2,7 @@
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
-import { errorRegistry } from '../core/errors.js'
+import { errorRegistry } from '../errors.js'
 import { MAX_HEADER_LINES } from '../http/app.js'
 import type { Services } from './services.js'
 

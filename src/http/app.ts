@@ -8,7 +8,7 @@ import FindMyWay, { type HTTPMethod } from 'find-my-way'
 import type { Config } from '../config/types.js'
 import type { AuthService, ClientContext, MfaChallenge, SignedIn } from '../core/auth-service.js'
 import type { MfaService } from '../core/mfa-service.js'
-import { AppError, errorRegistry, isAppError, type ErrorCode } from '../core/errors.js'
+import { AppError, errorRegistry, isAppError, isHttpError, type ErrorCode, type HttpErrorCode } from '../errors.js'
 import type { Keyring } from '../core/keys.js'
 import { readJsonBody } from './body.js'
 import { createClientIp, type ClientIp, type ClientIpResolver } from './client-ip.js'
@@ -17,7 +17,6 @@ import { createOriginPolicy } from './cors.js'
 import { createDeviceCookie } from './device-cookie.js'
 import type { Metrics } from './metrics.js'
 import type { RefusalLog } from '../core/refusal-log.js'
-import { StoreUnavailableError } from '../store/store.js'
 
 export interface HttpLogger {
   info(obj: object, msg?: string): void
@@ -142,18 +141,19 @@ export function createApp(deps: AppDeps): Handler {
 
   const sendError = (x: Exchange, err: unknown): void => {
     if (x.res.headersSent) return
-    // the store's database cannot be reached: try again in a second (never a 500)
-    if (err instanceof StoreUnavailableError) return fail(x, 'STORE_UNAVAILABLE', 1)
-    if (!isAppError(err)) {
+    // the store's database cannot be reached: try again in a second (never a 500); its detail
+    // is for logs and authctl, the client gets the registry's sentence
+    if (isAppError(err) && err.code === 'STORE_UNAVAILABLE') return fail(x, 'STORE_UNAVAILABLE', 1)
+    // an error of the store's or authctl's (no status) is a fault here, like any other
+    if (!isHttpError(err)) {
       log.error({ reqId: x.id, err }, 'unexpected error')
-      err = new AppError('INTERNAL')
+      return fail(x, 'INTERNAL')
     }
-    const e = err as AppError
-    fail(x, e.code, e.retryAfterS, e.message)
+    fail(x, err.code, err.retryAfterS, err.message)
   }
 
   /** the error answer for `code`: its status, its message (unless given filled in), its headers */
-  const fail = (x: Exchange, code: ErrorCode, retryAfterS?: number, message: string = errorRegistry[code].message): void => {
+  const fail = (x: Exchange, code: HttpErrorCode, retryAfterS?: number, message: string = errorRegistry[code].message): void => {
     const headers: Record<string, string | string[]> = {}
     if (retryAfterS !== undefined) headers['retry-after'] = String(retryAfterS)
     if (code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'

@@ -1,6 +1,6 @@
 /** Reading a request body: size limit, media type, strict UTF-8 JSON object. */
 import type { IncomingMessage } from 'node:http'
-import { AppError } from '../core/errors.js'
+import { AppError } from '../errors.js'
 
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 

@@ -1,12 +1,13 @@
 /**
  * What `Store.importRecords` takes, checked before anything is written (README, "Export and
  * import"): the records of an export read whole, each checked for the shape the store keeps, and
- * the first one that does not fit refused with StoreError('BAD_EXPORT') naming its line (1-based:
+ * the first one that does not fit refused with BAD_EXPORT naming its line (1-based:
  * the meta record is line 1). Backend-neutral: either backend reads an export through here and
  * then writes the set in one transaction.
  */
+import { AppError } from '../errors.js'
 import { GENESIS } from './audit-chain.js'
-import { StoreError, type AuditAnchor, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from './store.js'
+import { type AuditAnchor, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from './store.js'
 
 export interface ImportSet {
   meta: Extract<ExportRecord, { type: 'meta' }>
@@ -105,11 +106,11 @@ const EVENT: Record<string, (v: unknown) => boolean> = {
  * Reads `records` whole and checks them: the meta record first (format 1), users with distinct
  * ids and emails, sessions of those users with distinct ids and token hashes, keys with distinct
  * kids, each secret once, the audit anchor before the events, and the events numbered on from it
- * without a gap. Rejects with StoreError('BAD_EXPORT') naming the first line that does not fit.
+ * without a gap. Rejects with an AppError BAD_EXPORT naming the first line that does not fit.
  */
 export async function readImport(records: AsyncIterable<ExportRecord>): Promise<ImportSet> {
   let line = 0
-  const bad = (why: string): StoreError => new StoreError('BAD_EXPORT', `line ${line} of the export: ${why}`)
+  const bad = (why: string): AppError => new AppError('BAD_EXPORT', { params: { line, why } })
   let meta: ImportSet['meta'] | undefined
   const users: UserRecord[] = []
   const sessions: SessionRecord[] = []

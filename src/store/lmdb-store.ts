@@ -7,13 +7,13 @@
 import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
+import { AppError } from '../errors.js'
 import { GENESIS, sealEvent } from './audit-chain.js'
 import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
   hashParamsKey,
   settleKeys,
-  StoreError,
   type Audit,
   type AuditAnchor,
   type AuditDraft,
@@ -30,9 +30,6 @@ import {
   type Store,
   type UserRecord,
 } from './store.js'
-
-// the error class lives with the interface now; re-exported while callers move their imports
-export { StoreError }
 
 /**
  * refresh-token hashes indexed per session; older tokens are found through their family (a token
@@ -124,7 +121,7 @@ function refuseForeignFile(file: string): void {
     throw err
   }
   if (head.length > 0 && head.indexOf(LMDB_MAGIC) === -1) {
-    throw new StoreError('NOT_A_STORE', `${file} is not an authd store (not an LMDB data file)`)
+    throw new AppError('NOT_A_STORE', { params: { file } })
   }
 }
 
@@ -195,7 +192,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     if (why === undefined) throw err
     // a file in the way is a wrong --data / store.path (a config error), the rest a fault of the system
     const inTheWay = ['EEXIST', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')
-    throw new StoreError(inTheWay ? 'DATA_DIR_NOT_DIRECTORY' : 'DATA_DIR', `cannot use the data directory ${opts.path}: ${why}`)
+    throw new AppError(inTheWay ? 'DATA_DIR_NOT_DIRECTORY' : 'DATA_DIR', { params: { path: opts.path, why } })
   }
   const db = <V, K extends Key | number = Key>(name: string): Database<V, K> => root.openDB<V, K>({ name })
   const users = db<UserRecord>('users')
@@ -351,8 +348,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     if (current === undefined) return undefined
     const next = change(current)
     if (next.email !== current.email) {
-      if (tooLong(next.email)) throw new StoreError('KEY_TOO_LONG', 'email too long for the store')
-      if (emails.get(next.email) !== undefined) throw new StoreError('EMAIL_TAKEN', 'email already registered')
+      if (tooLong(next.email)) throw new AppError('KEY_TOO_LONG', { params: { what: 'email' } })
+      if (emails.get(next.email) !== undefined) throw new AppError('STORE_EMAIL_TAKEN')
       emails.remove(current.email)
       emails.put(next.email, id)
     }
@@ -424,7 +421,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     createUser: (user, events) =>
       write((changed) => {
         if (emails.get(user.email) !== undefined) return false
-        if (tooLong(user.email) || tooLong(user.id)) throw new StoreError('KEY_TOO_LONG', 'email or id too long for the store')
+        if (tooLong(user.email) || tooLong(user.id)) throw new AppError('KEY_TOO_LONG', { params: { what: 'email or id' } })
         emails.put(user.email, user.id)
         users.put(user.id, user)
         tallyHash(user.passwordHash, 1)
@@ -780,7 +777,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }
     },
     async importRecords(records) {
-      const notEmpty = (): StoreError => new StoreError('NOT_EMPTY', `the store at ${opts.path} already has users: import only into a new, empty store`)
+      const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: `the store at ${opts.path}` } })
       // refused before the export is read, and again inside the transaction (a user added meanwhile)
       if (users.getKeysCount() > 0) throw notEmpty()
       const set = await readImport(records)

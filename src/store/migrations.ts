@@ -1,5 +1,6 @@
 import { domainToASCII } from 'node:url'
-import { hashParamsKey, StoreError, type UserRecord } from './store.js'
+import { AppError } from '../errors.js'
+import { hashParamsKey, type UserRecord } from './store.js'
 
 /**
  * Store schema versions. Each migration moves the store from version i to i + 1 inside one write
@@ -85,10 +86,7 @@ export async function migrate(target: MigrationTarget, steps: readonly Migration
   }
   const from = target.version()
   if (from > latest) {
-    throw new StoreError(
-      'SCHEMA_TOO_NEW',
-      `the store was written by a newer authd (schema ${from}; this version understands up to ${latest}): upgrade authd or restore a backup`,
-    )
+    throw new AppError('SCHEMA_TOO_NEW', { params: { found: from, latest } })
   }
   for (let v = from; v < latest; v++) {
     await target.transaction(() => {

@@ -6,8 +6,8 @@
  * resolves only once it is committed. The callbacks given to writes (`decide`, `change`) are
  * synchronous and run inside the write transaction, on the records as stored at that moment.
  *
- * A backend that cannot reach its database rejects with StoreUnavailableError (never hangs longer
- * than its query timeout): the daemon answers 503 `Service unavailable` with `Retry-After: 1`.
+ * A backend that cannot reach its database rejects with an AppError STORE_UNAVAILABLE (never hangs
+ * longer than its query timeout): the daemon answers 503 `Service unavailable` with `Retry-After: 1`.
  */
 import type { Algorithm } from '../config/types.js'
 
@@ -254,47 +254,6 @@ export interface AuditQuery {
   since?: number
 }
 
-/** The store's database is unreachable or failing: try again shortly (HTTP 503). */
-export class StoreUnavailableError extends Error {
-  constructor(message = 'the store is unavailable') {
-    super(message)
-    this.name = 'StoreUnavailableError'
-  }
-}
-
-/**
- * A failure of the store that is the situation's, not the code's: `code` says which, `message` is
- * a sentence for people.
- */
-export type StoreErrorCode =
-  /** the data directory cannot be made or opened (permissions, a read-only or full disk) */
-  | 'DATA_DIR'
-  /** a file is where the data directory should be (a wrong --data or store.path) */
-  | 'DATA_DIR_NOT_DIRECTORY'
-  /** the data directory holds a file that is not an authd store */
-  | 'NOT_A_STORE'
-  /** the store was written by a newer authd: the sentence says to upgrade or restore a backup */
-  | 'SCHEMA_TOO_NEW'
-  /** a key (an email) too long for the store */
-  | 'KEY_TOO_LONG'
-  /** updateUser changed the email to one another user has */
-  | 'EMAIL_TAKEN'
-  /** importRecords into a store that already has users */
-  | 'NOT_EMPTY'
-  /** importRecords met a record it cannot take; the message names its line (1-based) */
-  | 'BAD_EXPORT'
-  /** backup() on a backend that has none (PostgreSQL: pg_dump or `authctl export`) */
-  | 'NO_BACKUP'
-
-export class StoreError extends Error {
-  readonly code: StoreErrorCode
-  constructor(code: StoreErrorCode, message: string) {
-    super(message)
-    this.name = 'StoreError'
-    this.code = code
-  }
-}
-
 export interface Store {
   /** which backend this is */
   readonly backend: StoreBackend
@@ -454,7 +413,7 @@ export interface Store {
 
   // meta
   schemaVersion(): Promise<number>
-  /** whether the store answers (PostgreSQL: one query); rejects with StoreUnavailableError */
+  /** whether the store answers (PostgreSQL: one query); rejects with STORE_UNAVAILABLE */
   ping(): Promise<void>
 
   // export / import (README, "Export and import")
@@ -462,8 +421,8 @@ export interface Store {
   exportRecords(): AsyncIterable<ExportRecord>
   /**
    * Loads `records` (an export of either backend) into this store, all or nothing, in one
-   * transaction. Rejects with StoreError('NOT_EMPTY') if the store already has users, and with
-   * StoreError('BAD_EXPORT') naming the line for a record it cannot take; nothing is written then.
+   * transaction. Rejects with an AppError NOT_EMPTY if the store already has users, and with
+   * BAD_EXPORT naming the line for a record it cannot take; nothing is written then.
    */
   importRecords(records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }>
 
@@ -471,7 +430,7 @@ export interface Store {
   flushed(): Promise<void>
   /**
    * A consistent, compacted copy of the store into `file`. LMDB only: PostgreSQL rejects with
-   * StoreError('NO_BACKUP') (use pg_dump or `authctl export`).
+   * an AppError NO_BACKUP (use pg_dump or `authctl export`).
    */
   backup(file: string): Promise<void>
   close(): Promise<void>

@@ -6,6 +6,7 @@
 import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/admin.js'
 import { isAuditEventName, readAudit, type AuditFilter } from '../core/audit.js'
 import type { AuditEvent, Store } from '../store/store.js'
+import { AppError } from '../errors.js'
 import type { SmokeOptions, SmokeResult } from '../cli/smoke-steps.js'
 import { SMOKE_STEP_NAMES } from '../cli/smoke-steps.js'
 import { SESSIONS_READ, type AuditRow, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
@@ -69,10 +70,10 @@ function smokeUrl(url: string): string {
   try {
     parsed = new URL(url.trim())
   } catch {
-    throw new Error(`The URL must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: JSON.stringify(url) } })
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new Error(`The URL must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: JSON.stringify(url) } })
   }
   return parsed.origin + parsed.pathname
 }

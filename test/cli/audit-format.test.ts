@@ -5,8 +5,10 @@
 import t from 'tap'
 import { auditLines, auditList, auditListView, auditVerify, auditVerifyFailure, auditVerifyView, parseLimit, parseSince } from '../../src/cli/commands/audit.js'
 import type { StoreDeps } from '../../src/cli/deps.js'
+import { exitCodes } from '../../src/cli/exit-codes.js'
 import { renderView } from '../../src/cli/output.js'
 import { auditEventsHelp, AUDIT_EVENTS } from '../../src/core/audit-events.js'
+import type { CliErrorCode } from '../../src/errors.js'
 import { GENESIS } from '../../src/store/audit-chain.js'
 import type { AuditEvent, AuditQuery } from '../../src/store/store.js'
 import { buildChain, draft, iterate, T0 } from '../helpers/audit.js'
@@ -31,14 +33,18 @@ function depsOver(chain: AuditEvent[], users: Record<string, string> = {}) {
   return { deps, queries }
 }
 
-const usage = (message: RegExp) => ({ code: 'USAGE', message })
+/** a usage error (exit 2) with this code and sentence */
+const usage = (code: CliErrorCode, message: RegExp) => {
+  if (exitCodes[code] !== 2) throw new Error(`${code} is not a usage error`)
+  return { name: 'AppError', code, message }
+}
 
 t.test('--limit: 1 to 10000, default 50; anything else is a usage error', async (t) => {
   t.equal(parseLimit(undefined), 50)
   t.equal(parseLimit('1'), 1)
   t.equal(parseLimit('10000'), 10000)
   for (const bad of ['0', '-1', '10001', '1.5', 'ten', '', ' 5', '1e3']) {
-    t.throws(() => parseLimit(bad), usage(/^--limit takes a whole number from 1 to 10000 \(got ".*"\)\.$/), bad)
+    t.throws(() => parseLimit(bad), usage('AUDIT_LIMIT_INVALID', /^--limit takes a whole number from 1 to 10000 \(got ".*"\)\.$/), bad)
   }
 })
 
@@ -52,16 +58,16 @@ t.test('--since: a duration back from now, or an ISO time (UTC unless it says); 
   t.equal(parseSince('2025-03-04 09:05:00.250', now), T0 + 250)
   t.equal(parseSince('2025-03-04T11:05:00+02:00', now), T0)
   for (const bad of ['yesterday', '30', '1h30m', '-5m', '2025-13-45', '2025-03-04T25:00Z', '99999999999999999d', '']) {
-    t.throws(() => parseSince(bad, now), usage(/^--since takes a duration \(30s, 15m, 12h, 30d\) or an ISO 8601 time \(2025-03-04T09:05:00Z\), not ".*"\.$/), bad)
+    t.throws(() => parseSince(bad, now), usage('AUDIT_SINCE_INVALID', /^--since takes a duration \(30s, 15m, 12h, 30d\) or an ISO 8601 time \(2025-03-04T09:05:00Z\), not ".*"\.$/), bad)
   }
 })
 
 t.test('audit list: --event must be a name of the log; --user resolves an email or id', async (t) => {
   const chain = buildChain(30)
   const { deps, queries } = depsOver(chain, { 'user1@example.com': 'user-1' })
-  await t.rejects(auditList(deps, { event: 'login' }), usage(/^"login" is not an audit event name \(authctl audit list --help lists them\)\.$/))
-  await t.rejects(auditList(deps, { user: '  ' }), usage(/^--user takes an email or a user id\.$/))
-  await t.rejects(auditList(deps, { limit: '0' }), usage(/--limit/))
+  await t.rejects(auditList(deps, { event: 'login' }), usage('AUDIT_EVENT_UNKNOWN', /^"login" is not an audit event name \(authctl audit list --help lists them\)\.$/))
+  await t.rejects(auditList(deps, { user: '  ' }), usage('AUDIT_USER_EMPTY', /^--user takes an email or a user id\.$/))
+  await t.rejects(auditList(deps, { limit: '0' }), usage('AUDIT_LIMIT_INVALID', /--limit/))
 
   const all = await auditList(deps, {})
   t.same(all.events.map((e) => e.seq), chain.map((e) => e.seq).reverse(), 'newest first')

@@ -1,7 +1,8 @@
 import { readFileSync, statSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { ExportFileError, MAX_LINE_BYTES, readExportFile, writeExportFile } from '../../src/cli/export-file.js'
+import { MAX_LINE_BYTES, readExportFile, writeExportFile } from '../../src/cli/export-file.js'
+import { isAppError } from '../../src/errors.js'
 import type { ExportRecord } from '../../src/store/store.js'
 
 const META: ExportRecord = { type: 'meta', format: 1, schema: 5, backend: 'lmdb', exportedAt: '2026-01-02T03:04:05.678Z' }
@@ -18,14 +19,17 @@ async function readAll(file: string): Promise<ExportRecord[]> {
   return out
 }
 
-/** the line an ExportFileError names, and its sentence */
+/** the line an EXPORT_FILE_INVALID error names, and its sentence */
 async function refusal(t: Test, file: string): Promise<{ line: number; message: string }> {
   const err = await readAll(file).then(
     () => undefined,
     (e: unknown) => e,
   )
-  t.type(err, ExportFileError)
-  return { line: (err as ExportFileError).line, message: (err as Error).message }
+  if (!isAppError(err) || err.code !== 'EXPORT_FILE_INVALID') {
+    t.fail('expected an EXPORT_FILE_INVALID error', { err })
+    return { line: NaN, message: '' }
+  }
+  return { line: err.params!.line as number, message: err.message }
 }
 
 const lines = (...records: unknown[]): string => records.map((r) => `${typeof r === 'string' ? r : JSON.stringify(r)}\n`).join('')

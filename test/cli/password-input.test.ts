@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process'
 import { PassThrough } from 'node:stream'
 import argon2 from 'argon2'
 import { createConfirm } from '../../src/cli/confirm.js'
+import { exitCodes } from '../../src/cli/exit-codes.js'
 import { promptHidden, readFirstLine, readNewPassword, readPassword, readPasswordFromStdin, type PasswordIo } from '../../src/cli/password-input.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { AUTHCTL_BIN } from '../helpers/app.js'
@@ -78,29 +79,34 @@ t.test('a new password is asked twice and must match; without a terminal --passw
   mismatch.input.write('a long passphrase\r')
   await new Promise((r) => setImmediate(r))
   mismatch.input.write('a long passphrasf\r')
-  await t.rejects(m, { name: 'FailedError', message: 'The two passwords do not match.' })
+  await t.rejects(m, { name: 'AppError', code: 'PASSWORDS_DIFFER', message: 'The two passwords do not match.' })
+  t.equal(exitCodes.PASSWORDS_DIFFER, 1, 'the operation failed')
 
   const notTty: PasswordIo = { input: piped('pw\n'), prompt: () => {} }
   await t.rejects(readNewPassword({ passwordStdin: false, io: notTty }), {
-    name: 'UsageError',
+    name: 'AppError',
+    code: 'PASSWORD_NEEDS_TERMINAL',
     message: 'Standard input is not a terminal: pass --password-stdin and write the password to standard input.',
   })
-  await t.rejects(readPassword({ passwordStdin: false, io: { input: piped('pw\n'), prompt: () => {} } }), { name: 'UsageError' })
+  await t.rejects(readPassword({ passwordStdin: false, io: { input: piped('pw\n'), prompt: () => {} } }), { name: 'AppError', code: 'PASSWORD_NEEDS_TERMINAL' })
+  t.equal(exitCodes.PASSWORD_NEEDS_TERMINAL, 2, 'a usage error')
   t.equal(await readPassword({ passwordStdin: true, io: { input: piped('pw\n'), prompt: () => {} } }), 'pw')
 })
 
 t.test('confirmation: --yes skips it, a terminal is asked, anything else is refused', async (t) => {
   await createConfirm({ input: piped(''), prompt: () => {} })('delete user a', true)
   await t.rejects(createConfirm({ input: piped('y\n'), prompt: () => {} })('delete user a', false), {
-    name: 'UsageError',
+    name: 'AppError',
+    code: 'CONFIRMATION_NEEDED',
     message: 'Will not delete user a without confirmation: pass --yes (standard input is not a terminal).',
   })
+  t.equal(exitCodes.CONFIRMATION_NEEDED, 2, 'a usage error')
   for (const [answer, ok] of [['y\n', true], ['YES\n', true], ['n\n', false], ['\n', false], ['yes please\n', false]] as const) {
     const term = fakeTerminal()
     const asked = createConfirm(term.io)('delete user a', false)
     term.input.write(answer)
     if (ok) await t.resolves(asked, JSON.stringify(answer))
-    else await t.rejects(asked, { name: 'FailedError', message: 'Cancelled: did not delete user a.' }, JSON.stringify(answer))
+    else await t.rejects(asked, { name: 'AppError', code: 'NOT_CONFIRMED', message: 'Cancelled: did not delete user a.' }, JSON.stringify(answer))
     t.equal(term.shown(), 'Delete user a? [y/N] ')
   }
 })

@@ -4,6 +4,7 @@ import { signIn } from '../helpers/sign-in.js'
 import { ctlFor, PASSWORD } from './run.js'
 import { sessionsRevoke } from '../../src/cli/commands/sessions.js'
 import type { StoreDeps } from '../../src/cli/deps.js'
+import { exitCodes } from '../../src/cli/exit-codes.js'
 
 const client = (ip: string, userAgent: string) => ({ ip, ipKey: ip, userAgent })
 
@@ -74,7 +75,8 @@ t.test('sessions list and revoke, in table and JSON forms, with their error case
     asked = true
   }
   const terminalDeps = { confirm: confirmingTerminal } as unknown as StoreDeps
-  await t.rejects(sessionsRevoke(terminalDeps, { all: true, yes: false }), { name: 'UsageError' })
+  await t.rejects(sessionsRevoke(terminalDeps, { all: true, yes: false }), { name: 'AppError', code: 'REVOKE_ALL_NEEDS_YES' })
+  t.equal(exitCodes.REVOKE_ALL_NEEDS_YES, 2, 'a usage error')
   t.notOk(asked, 'not asked: refused before any question')
   t.same((await app.auth.me(`Bearer ${b1.accessToken}`)).user, { id: bob.id, email: 'bob@example.com', mfaEnabled: false }, 'still nothing was revoked')
 

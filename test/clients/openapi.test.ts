@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import YAML from 'yaml'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import { errorRegistry } from '../../src/core/errors.js'
+import { httpErrors } from '../../src/errors.js'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
@@ -188,11 +188,11 @@ t.test('the documented messages are exactly the error registry (plus the server-
   }
   walk(doc)
   const documented = (m: string): boolean => consts.has(m) || patterns.some((p) => p.test(m))
-  for (const e of Object.values(errorRegistry)) {
+  for (const e of Object.values(httpErrors)) {
     const example = e.message.replace(/\{\w+\}/g, '8')
     t.ok(documented(example), `registry message documented: ${e.message}`)
   }
-  const registry = new Set<string>(Object.values(errorRegistry).map((e) => e.message))
+  const registry = new Set<string>(Object.values(httpErrors).map((e) => e.message))
   const serverLevel = ['Request timeout']
   t.same([...consts].filter((m) => !registry.has(m)).sort(), serverLevel.sort(), 'no documented message is made up')
 })

@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { ConfigError, loadConfig, type ConfigFlags } from '../../src/config/load.js'
+import { loadConfig, type ConfigFlags } from '../../src/config/load.js'
+import { isAppError } from '../../src/errors.js'
 
 type Env = Record<string, string | undefined>
 
@@ -12,8 +13,8 @@ function configError(t: Test, fn: () => unknown, ...patterns: Array<string | Reg
   try {
     fn()
   } catch (error) {
-    t.ok(error instanceof ConfigError, 'throws a ConfigError')
-    t.equal((error as ConfigError).code, 'CONFIG_INVALID')
+    t.ok(isAppError(error), 'throws an AppError')
+    t.equal((error as { code?: unknown }).code, 'CONFIG_INVALID')
     const message = (error as Error).message
     t.notMatch(message, /\n/, 'one line')
     for (const pattern of patterns) {
@@ -22,7 +23,7 @@ function configError(t: Test, fn: () => unknown, ...patterns: Array<string | Reg
     }
     return
   }
-  t.fail('expected a ConfigError')
+  t.fail('expected a CONFIG_INVALID error')
 }
 
 t.test('with nothing configured, gives the built-in defaults', async (t) => {

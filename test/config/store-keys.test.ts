@@ -6,7 +6,8 @@
 import { stringify } from 'smol-toml'
 import t, { type Test } from 'tap'
 import { describeConfig } from '../../src/config/describe.js'
-import { ConfigError, loadConfig } from '../../src/config/load.js'
+import { loadConfig } from '../../src/config/load.js'
+import { isAppError } from '../../src/errors.js'
 import { redactUrl } from '../../src/config/redact-url.js'
 import { main } from '../../src/daemon/main.js'
 
@@ -17,11 +18,11 @@ function configError(t: Test, fn: () => unknown): string {
   try {
     fn()
   } catch (err) {
-    t.ok(err instanceof ConfigError, 'a ConfigError')
+    t.ok(isAppError(err) && err.code === 'CONFIG_INVALID', 'a CONFIG_INVALID error')
     t.notMatch((err as Error).message, /\n/, 'one line')
     return (err as Error).message
   }
-  t.fail('expected a ConfigError')
+  t.fail('expected a CONFIG_INVALID error')
   return ''
 }
 

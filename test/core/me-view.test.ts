@@ -8,7 +8,8 @@ import t, { type Test } from 'tap'
 import { createAccessTokens } from '../../src/core/access-tokens.js'
 import { createKeyring, generateKey } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { StoreUnavailableError, type Store } from '../../src/store/store.js'
+import { AppError, isAppError } from '../../src/errors.js'
+import type { Store } from '../../src/store/store.js'
 import { addUser, buildApp, type TestApp } from '../helpers/app.js'
 import { signIn } from '../helpers/sign-in.js'
 
@@ -104,10 +105,10 @@ t.test('a read that fails fails every /me of its turn, and the next turn reads a
   const w = await watched(t)
   await addUser(w.app, 'ann@example.com', PASSWORD)
   const s = await signIn(w.app, { email: 'ann@example.com', password: PASSWORD }, client)
-  w.fail = new StoreUnavailableError()
+  w.fail = new AppError('STORE_UNAVAILABLE', { message: 'the store is unavailable' })
   const failed = await Promise.allSettled(Array.from({ length: 3 }, () => w.app.auth.me(`Bearer ${s.accessToken}`)))
   t.same(failed.map((r) => r.status), ['rejected', 'rejected', 'rejected'])
-  t.ok(failed.every((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError), 'with the store’s error (answered 503)')
+  t.ok(failed.every((r) => r.status === 'rejected' && isAppError(r.reason) && r.reason.code === 'STORE_UNAVAILABLE'), 'with the store’s error (answered 503)')
   w.fail = null
   t.equal((await w.app.auth.me(`Bearer ${s.accessToken}`)).user.email, 'ann@example.com')
 })

@@ -8,7 +8,7 @@ import { createPasswordHasher, dummyParamsFor, parseHashParams } from '../../src
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { buildApp } from '../helpers/app.js'
 import { newUserId } from '../../src/core/users.js'
-import { isAppError } from '../../src/core/errors.js'
+import { isAppError } from '../../src/errors.js'
 
 const PARAMS = { memoryKib: 19456, timeCost: 2, parallelism: 1 }
 

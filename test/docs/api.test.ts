@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import YAML from 'yaml'
-import { errorRegistry } from '../../src/core/errors.js'
+import { errorRegistry } from '../../src/errors.js'
 
 type Obj = Record<string, any>
 

@@ -1,9 +1,10 @@
 /**
  * A real store that can be made unreachable: while `down` is set, every method but close()
- * rejects with StoreUnavailableError, as the PostgreSQL store does when its database is gone.
+ * rejects with STORE_UNAVAILABLE, as the PostgreSQL store does when its database is gone.
  * `pings` counts the calls of ping() (the readiness probe's).
  */
-import { StoreUnavailableError, type Store } from '../../src/store/store.js'
+import { AppError } from '../../src/errors.js'
+import type { Store } from '../../src/store/store.js'
 
 export interface Switchable {
   store: Store
@@ -19,7 +20,7 @@ export function switchable(real: Store): Switchable {
       if (typeof value !== 'function' || prop === 'close') return value
       return (...args: unknown[]) => {
         if (prop === 'ping') state.pings++
-        if (state.down) return Promise.reject(new StoreUnavailableError('the database does not answer'))
+        if (state.down) return Promise.reject(new AppError('STORE_UNAVAILABLE', { message: 'the database does not answer' }))
         return (value as (...a: unknown[]) => unknown).apply(target, args)
       }
     },

@@ -4,7 +4,7 @@
  * memory bound seen from the app. Client addresses are simulated through a trusted proxy.
  */
 import t from 'tap'
-import { AppError } from '../../src/core/errors.js'
+import { AppError } from '../../src/errors.js'
 import { addUser, ageLimits, call, limiterKeys, lmdbOnly, retryAfterIs, startServer, type Reply, type TestServer } from '../helpers/app.js'
 
 const EMAIL = 'pat@example.com'

@@ -6,6 +6,7 @@
  * PostgreSQL does.
  */
 import t, { type Test } from 'tap'
+import { AppError } from '../../src/errors.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { addUser, call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { switchable } from '../helpers/unavailable-store.js'
@@ -88,4 +89,19 @@ t.test('draining answers Not ready without asking the store', async (t) => {
   app.setReady(false)
   t.equal((await call(app.url, 'GET', '/readyz')).status, 503)
   t.equal(s.pings, 0)
+})
+
+t.test("an error of the store's own (a code with no status) is a fault here: the generic 500, logged, its sentence not shown", async (t) => {
+  const real = await openLmdbStore({ path: t.testdir() })
+  t.teardown(() => real.close())
+  // what a store invariant broken underneath would throw: an AppError only authctl shows
+  const store = new Proxy(real, {
+    get: (target, prop, receiver) =>
+      prop === 'getUserByEmail' ? () => Promise.reject(new AppError('STORE_EMAIL_TAKEN')) : (Reflect.get(target, prop, receiver) as unknown),
+  })
+  const app = await startServer(t, { store })
+  const r = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  t.equal(r.status, 500)
+  t.same(r.body, { success: false, message: 'Internal server error' })
+  t.equal(app.logs.lines.filter((l) => l.msg === 'unexpected error').length, 1, 'logged as unexpected')
 })

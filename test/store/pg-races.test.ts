@@ -172,7 +172,7 @@ t.test('a database set up by a newer authd is refused with SCHEMA_TOO_NEW and a 
   await admin.query(`UPDATE authd_meta SET value = $1 WHERE name = 'schema_version'`, [String(PG_SCHEMA_VERSION + 1)])
   await admin.end()
   await t.rejects(openPgStore({ url: db.url, poolSize: 2 }), {
-    name: 'StoreError',
+    name: 'AppError',
     code: 'SCHEMA_TOO_NEW',
     message: `the database was set up by a newer authd (schema ${PG_SCHEMA_VERSION + 1}; this version understands up to ${PG_SCHEMA_VERSION}): upgrade authd`,
   })

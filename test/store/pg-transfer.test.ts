@@ -177,5 +177,5 @@ t.test('location hides the password; backup is refused with a sentence naming pg
   if (!store) return
   t.equal(store.backend, 'postgres')
   t.notMatch(store.location, /password=(?!\*\*\*)/)
-  await t.rejects(store.backup('/tmp/nowhere'), { name: 'StoreError', code: 'NO_BACKUP', message: /pg_dump.*authctl export/ })
+  await t.rejects(store.backup('/tmp/nowhere'), { name: 'AppError', code: 'NO_BACKUP', message: /pg_dump.*authctl export/ })
 })

@@ -4,7 +4,7 @@ import { isAuditEventName, readAudit, verifyChain, type AuditFilter, type ChainF
 import { canonicalEmail } from '../../core/email.js'
 import type { AuditEvent } from '../../store/store.js'
 import type { StoreDeps } from '../deps.js'
-import { UsageError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import { cell, type View } from '../output.js'
 
 export const LIST_DEFAULT = 50
@@ -21,7 +21,7 @@ export interface AuditListArgs {
 export function parseLimit(text: string | undefined): number {
   if (text === undefined) return LIST_DEFAULT
   const n = Number(text)
-  if (!/^\d+$/.test(text) || n < 1 || n > LIST_MAX) throw new UsageError(`--limit takes a whole number from 1 to ${LIST_MAX} (got ${JSON.stringify(text)}).`)
+  if (!/^\d+$/.test(text) || n < 1 || n > LIST_MAX) throw new AppError('AUDIT_LIMIT_INVALID', { params: { max: LIST_MAX, got: JSON.stringify(text) } })
   return n
 }
 
@@ -44,12 +44,12 @@ export function parseSince(text: string, now: number): number {
     const ms = Date.parse(zoned)
     if (!Number.isNaN(ms)) return ms
   }
-  throw new UsageError(`--since takes a duration (30s, 15m, 12h, 30d) or an ISO 8601 time (2025-03-04T09:05:00Z), not ${JSON.stringify(text)}.`)
+  throw new AppError('AUDIT_SINCE_INVALID', { params: { got: JSON.stringify(text) } })
 }
 
 export function parseEvent(text: string): string {
   if (isAuditEventName(text.trim())) return text.trim()
-  throw new UsageError(`${JSON.stringify(text)} is not an audit event name (authctl audit list --help lists them).`)
+  throw new AppError('AUDIT_EVENT_UNKNOWN', { params: { got: JSON.stringify(text) } })
 }
 
 export interface AuditListDoc {
@@ -71,7 +71,7 @@ export async function auditList(deps: StoreDeps, args: AuditListArgs): Promise<A
   if (args.since !== undefined) filter.since = parseSince(args.since, deps.now())
   if (args.user !== undefined) {
     const ref = args.user.trim()
-    if (ref === '') throw new UsageError('--user takes an email or a user id.')
+    if (ref === '') throw new AppError('AUDIT_USER_EMPTY')
     const user = await deps.admin.findUser(ref)
     if (user !== undefined) filter.userId = user.id
     else if (ref.includes('@')) filter.email = canonicalEmail(ref)

@@ -3,7 +3,7 @@ import { adminDraft } from '../../core/audit.js'
 import { parseLimitTarget } from '../../core/limit-clears.js'
 import { addressKey } from '../../http/client-ip.js'
 import type { StoreDeps } from '../deps.js'
-import { UsageError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import type { View } from '../output.js'
 
 export interface LimitsClearedDoc {
@@ -21,7 +21,7 @@ export interface LimitsClearedDoc {
  */
 export async function limitsClear(deps: StoreDeps, args: { target: string }): Promise<LimitsClearedDoc> {
   const target = parseLimitTarget(args.target, addressKey)
-  if (target === null) throw new UsageError(`${JSON.stringify(args.target)} is neither an email address nor an IP address.`)
+  if (target === null) throw new AppError('LIMITS_TARGET_INVALID', { params: { target: JSON.stringify(args.target) } })
   const at = deps.now()
   const fields = 'email' in target ? { email: target.email } : { detail: { ip: target.ipKey } }
   const seq = await deps.store.addLimitClear(target, at, [adminDraft('admin.limits.clear', { at, ...fields })])

@@ -1,7 +1,7 @@
 /** authctl sessions list | revoke: compute only, no printing. */
 import type { SessionSummary } from '../../core/admin.js'
 import type { StoreDeps } from '../deps.js'
-import { UsageError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import { cell, iso, jsonArrayPages, shortTime, tablePages, type View } from '../output.js'
 import { userDoc, type UserDoc } from './user.js'
 
@@ -76,7 +76,7 @@ export interface RevokedDoc {
 
 export async function sessionsRevoke(deps: StoreDeps, args: { sessionId?: string; user?: string; all: boolean; yes: boolean }): Promise<RevokedDoc> {
   const chosen = [args.sessionId !== undefined, args.user !== undefined, args.all].filter(Boolean).length
-  if (chosen !== 1) throw new UsageError('Name what to revoke, exactly one of: a session id, --user <email|id>, or --all --yes.')
+  if (chosen !== 1) throw new AppError('REVOKE_WHAT')
   if (args.sessionId !== undefined) return { revoked: 1, session: sessionDoc(await deps.admin.revokeSession(args.sessionId)) }
   if (args.user !== undefined) {
     const r = await deps.admin.revokeUserSessions(args.user)
@@ -84,7 +84,7 @@ export async function sessionsRevoke(deps: StoreDeps, args: { sessionId?: string
   }
   // README, "Administer with authctl": `--all --yes`. Unlike the other destructive commands, which ask on a terminal,
   // signing out everyone is never one keystroke away: the flag is required even there.
-  if (!args.yes) throw new UsageError('Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).')
+  if (!args.yes) throw new AppError('REVOKE_ALL_NEEDS_YES')
   return { revoked: (await deps.admin.revokeAllSessions()).revoked }
 }
 export const sessionsRevokeView = (d: RevokedDoc): View => {

@@ -1,6 +1,6 @@
 /** authctl smoke: the smoke steps against a running daemon; the only command that talks HTTP. */
 import type { BaseDeps } from '../deps.js'
-import { UsageError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import { type View } from '../output.js'
 import type { SmokeResult } from '../smoke-steps.js'
 
@@ -11,12 +11,12 @@ export async function smoke(deps: BaseDeps, args: { url?: string; email: string;
   try {
     parsed = new URL(url)
   } catch {
-    throw new UsageError(`--url must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: JSON.stringify(url) } })
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new UsageError(`--url must be an absolute http:// or https:// URL (got ${JSON.stringify(url)}).`)
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: JSON.stringify(url) } })
   }
-  if (args.email.trim() === '') throw new UsageError('--email must not be empty.')
+  if (args.email.trim() === '') throw new AppError('SMOKE_EMAIL_EMPTY')
   const password = await deps.password(args.passwordStdin)
   const { runSmoke } = await import('../smoke-steps.js')
   return runSmoke({ url: parsed.origin + parsed.pathname, email: args.email, password, timeoutMs: args.timeoutMs })

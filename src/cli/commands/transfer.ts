@@ -4,9 +4,9 @@
  */
 import { dirname, resolve } from 'node:path'
 import { adminDraft } from '../../core/audit.js'
+import { AppError, isAppError } from '../../errors.js'
 import type { BaseDeps, StoreDeps } from '../deps.js'
-import { FailedError } from '../errors.js'
-import { ExportFileError, readExportFile, writeExportFile } from '../export-file.js'
+import { readExportFile, writeExportFile } from '../export-file.js'
 import type { View } from '../output.js'
 
 export interface ExportDoc {
@@ -26,7 +26,7 @@ export async function exportStore(deps: StoreDeps, args: { file: string }): Prom
   try {
     written = await writeExportFile(file, deps.store.exportRecords())
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new FailedError(`Directory ${dirname(file)} does not exist.`)
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new AppError('NO_DIRECTORY', { params: { dir: dirname(file) } })
     throw fileError(err, file) ?? err
   }
   const n = (type: string): number => written.counts[type] ?? 0
@@ -61,11 +61,11 @@ export async function importStore(
   open: () => Promise<StoreDeps & { close(): Promise<void> }>,
 ): Promise<ImportDoc> {
   const file = resolve(base.cwd, args.file)
-  const refuse = (why: string): FailedError => new FailedError(`Cannot import ${file}: ${why}; nothing was written.`)
+  const refuse = (why: string): AppError => new AppError('IMPORT_REFUSED', { params: { file, why } })
   try {
     for await (const _ of readExportFile(file));
   } catch (err) {
-    if (err instanceof ExportFileError) throw refuse(err.message)
+    if (isAppError(err) && err.code === 'EXPORT_FILE_INVALID') throw refuse(err.message)
     throw fileError(err, file) ?? err
   }
   const deps = await open()
@@ -74,8 +74,8 @@ export async function importStore(
     try {
       counts = await deps.store.importRecords(readExportFile(file))
     } catch (err) {
-      const code = (err as { code?: unknown }).code
-      if (err instanceof ExportFileError) throw refuse(`${err.message} (it changed while being read)`)
+      const code = isAppError(err) ? err.code : undefined
+      if (code === 'EXPORT_FILE_INVALID') throw refuse(`${(err as Error).message} (it changed while being read)`)
       if (code === 'NOT_EMPTY') throw refuse(`the store at ${deps.store.location} already has users (import only into a new, empty store)`)
       if (code === 'BAD_EXPORT') throw refuse((err as Error).message)
       throw fileError(err, file) ?? err
@@ -92,19 +92,19 @@ export const importView = (d: ImportDoc): View => ({
 })
 
 /** a filesystem error about `file` as a sentence, or undefined for any other error */
-function fileError(err: unknown, file: string): FailedError | undefined {
+function fileError(err: unknown, file: string): AppError | undefined {
   switch ((err as NodeJS.ErrnoException).code) {
     case 'EEXIST':
-      return new FailedError(`${file} already exists: an export never overwrites a file, choose a new name.`)
+      return new AppError('EXPORT_EXISTS', { params: { file } })
     case 'ENOENT':
-      return new FailedError(`No file ${file}.`)
+      return new AppError('NO_FILE', { params: { file } })
     case 'EACCES':
     case 'EPERM':
-      return new FailedError(`Permission denied: ${file}.`)
+      return new AppError('PERMISSION_DENIED', { params: { file } })
     case 'EISDIR':
-      return new FailedError(`${file} is a directory.`)
+      return new AppError('IS_A_DIRECTORY', { params: { file } })
     case 'ENOSPC':
-      return new FailedError(`No space left on the device for ${file}: nothing was exported.`)
+      return new AppError('NO_SPACE', { params: { file } })
     default:
       return undefined
   }

@@ -5,7 +5,7 @@
  */
 import type { BaseDeps } from '../deps.js'
 import { openStoreDeps } from '../deps.js'
-import { UsageError } from '../errors.js'
+import { AppError } from '../../errors.js'
 import { runTui } from '../../tui/run.js'
 import { createStoreTuiDeps, storeLabel } from '../../tui/store-deps.js'
 
@@ -13,7 +13,7 @@ export async function tuiCommand(base: BaseDeps, io: { stdin?: NodeJS.ReadStream
   const stdin = io.stdin ?? process.stdin
   const stdout = io.stdout ?? process.stdout
   if (stdin.isTTY !== true || stdout.isTTY !== true) {
-    throw new UsageError('The terminal UI needs an interactive terminal: run authctl tui without redirecting its input or output.')
+    throw new AppError('TUI_NEEDS_TERMINAL')
   }
   const config = await base.config()
   const deps = await openStoreDeps(base, { create: false })

@@ -1,12 +1,12 @@
 /**
  * The PostgreSQL store's connection layer: one pool, every operation under a deadline, every
- * failure to reach the database turned into StoreUnavailableError (HTTP 503), and a server that
- * comes back picked up by itself (the pool opens new connections on demand). Nothing here knows
- * the schema.
+ * failure to reach the database turned into an AppError STORE_UNAVAILABLE (HTTP 503), and a
+ * server that comes back picked up by itself (the pool opens new connections on demand). Nothing
+ * here knows the schema.
  */
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import { StoreUnavailableError } from '../store.js'
+import { AppError, isAppError } from '../../errors.js'
 
 export interface DbOptions {
   url: string
@@ -61,8 +61,13 @@ export function sqlState(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined
 }
 
+/** the database cannot be reached: `detail` is for logs and authctl; a client gets 503 `Service unavailable` */
+const unavailableError = (detail: string): AppError => new AppError('STORE_UNAVAILABLE', { message: detail })
+
+const storeUnavailable = (err: unknown): boolean => isAppError(err) && err.code === 'STORE_UNAVAILABLE'
+
 export function isUnavailable(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true
+  if (storeUnavailable(err)) return true
   const code = sqlState(err)
   if (code !== undefined) {
     if (SOCKET_CODES.has(code) || UNAVAILABLE_CODES.has(code)) return true
@@ -71,10 +76,10 @@ export function isUnavailable(err: unknown): boolean {
   return err instanceof Error && CONNECTION_MESSAGE.test(err.message)
 }
 
-/** the error a caller sees: StoreUnavailableError for an unreachable or failing database, else `err` */
+/** the error a caller sees: STORE_UNAVAILABLE for an unreachable or failing database, else `err` */
 export function storeError(err: unknown): unknown {
-  if (err instanceof StoreUnavailableError || !isUnavailable(err)) return err
-  const e = new StoreUnavailableError(`the database is unavailable: ${(err as Error).message}`)
+  if (storeUnavailable(err) || !isUnavailable(err)) return err
+  const e = unavailableError(`the database is unavailable: ${(err as Error).message}`)
   ;(e as Error & { cause?: unknown }).cause = err
   return e
 }
@@ -130,7 +135,7 @@ export function openDb(opts: DbOptions): Db {
 
   // A connection the server ends (a restart, a failover) emits 'error' while idle (the pool then
   // emits it) or while checked out: unheard, either would end the process. Logged at most once
-  // per 10 s; the operation that was using it, if any, fails with StoreUnavailableError.
+  // per 10 s; the operation that was using it, if any, fails with STORE_UNAVAILABLE.
   let lastWarn = 0
   const warn = (err: Error): void => {
     const now = Date.now()
@@ -144,11 +149,11 @@ export function openDb(opts: DbOptions): Db {
   const statement = (client: pg.ClientBase, text: string, values: readonly unknown[] = []): Promise<pg.QueryResult> =>
     client.query({ name: named(text), text, values: values as unknown[] })
 
-  const unavailable = (what: string): StoreUnavailableError => new StoreUnavailableError(`the database did not answer within ${deadlineMs} ms (${what})`)
+  const unavailable = (what: string): AppError => unavailableError(`the database did not answer within ${deadlineMs} ms (${what})`)
 
   /**
    * Runs `work` on a pooled connection, all of it (waiting for the connection included) within
-   * the deadline. Past it the caller gets StoreUnavailableError and the connection is ended (its
+   * the deadline. Past it the caller gets STORE_UNAVAILABLE and the connection is ended (its
    * server may be gone); what `work` did is not committed unless its COMMIT had already gone out.
    */
   function withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -14,7 +14,6 @@
 import {
   hashParamsKey,
   settleKeys,
-  StoreError,
   type Audit,
   type AuditAnchor,
   type AuditEvent,
@@ -33,6 +32,7 @@ import {
   type UserRecord,
 } from '../store.js'
 import type { RateLimiter } from '../../core/rate-limiter.js'
+import { AppError } from '../../errors.js'
 import { canonicalJson, sealEvent } from '../audit-chain.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
 import { createPgRateLimiter } from './limiter.js'
@@ -239,7 +239,7 @@ async function putUserTx(sql: Sql, current: UserRecord | undefined, next: UserRe
   try {
     await sql.query(PUT_USER, userColumns(next))
   } catch (err) {
-    if (sqlState(err) === '23505') throw new StoreError('EMAIL_TAKEN', 'email already registered')
+    if (sqlState(err) === '23505') throw new AppError('STORE_EMAIL_TAKEN')
     throw err
   }
   if (current === undefined) await tallyTx(sql, [[next.passwordHash, 1]])
@@ -778,7 +778,7 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
     // a commit is acknowledged once durable (synchronous_commit)
     flushed: async () => {},
     backup: async () => {
-      throw new StoreError('NO_BACKUP', 'authctl backup copies an LMDB store only: back up PostgreSQL with pg_dump, or write a store file with authctl export')
+      throw new AppError('NO_BACKUP')
     },
     async close() {
       onClose()

@@ -7,7 +7,7 @@
  * are kept whole as JSON beside the columns that find, order and join them; identifiers sort
  * by code unit (COLLATE "C"), whatever the database's locale.
  */
-import { StoreError } from '../store.js'
+import { AppError } from '../../errors.js'
 import type { Db, Sql } from './db.js'
 
 /** the advisory lock (key pair) under which the schema is created or upgraded */
@@ -450,11 +450,12 @@ const MIGRATIONS: readonly string[] = [
 /** the schema this build writes */
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
 
-const tooNew = (found: number): StoreError =>
-  new StoreError(
-    'SCHEMA_TOO_NEW',
-    `the database was set up by a newer authd (schema ${found}; this version understands up to ${PG_SCHEMA_VERSION}): upgrade authd`,
-  )
+// the registry's sentence is the LMDB store's; a database has no backup of authd's to restore
+const tooNew = (found: number): AppError =>
+  new AppError('SCHEMA_TOO_NEW', {
+    params: { found, latest: PG_SCHEMA_VERSION },
+    message: `the database was set up by a newer authd (schema ${found}; this version understands up to ${PG_SCHEMA_VERSION}): upgrade authd`,
+  })
 
 async function versionOf(sql: Sql): Promise<number> {
   const [{ present }] = await sql.query<{ present: boolean }>(`SELECT to_regclass('authd_meta') IS NOT NULL AS present`)

@@ -3,8 +3,9 @@
  * records of the Store's own shapes, so an export of either backend loads into the other and
  * the tokens issued before keep working.
  */
+import { AppError } from '../../errors.js'
 import { earlierTokenHashes, readImport } from '../import-records.js'
-import { hashParamsKey, settleKeys, StoreError, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { hashParamsKey, settleKeys, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
 import type { Db, Sql } from './db.js'
 
 /** rows per statement, both ways */
@@ -88,7 +89,7 @@ function* slices<T>(rows: readonly T[]): Generator<T[]> {
  * the exported store keeps working.
  */
 export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }> {
-  const notEmpty = (): StoreError => new StoreError('NOT_EMPTY', 'the database already has users: import only into a new, empty store')
+  const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: 'the database' } })
   // refused before the export is read, and again inside the transaction (a user added meanwhile)
   if ((await db.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
   const set = await readImport(records)
