@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { errorRegistry } from '../core/errors.js'
 import { MAX_HEADER_LINES } from '../http/app.js'
+import { rawAnswer } from '../http/reply.js'
 import type { Services } from './services.js'
 
 export interface RunningServer {
@@ -54,13 +55,9 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // malformed HTTP or a timed-out socket: answer 400 (or just close) without a stack
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const body = JSON.stringify({ success: false, message: status === 431 ? errorRegistry.HEADERS_TOO_LARGE.message : status === 408 ? 'Request timeout' : errorRegistry.BAD_REQUEST.message })
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-        `content-type: application/json; charset=utf-8\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    )
+    if (err.code === 'HPE_HEADER_OVERFLOW') socket.end(rawAnswer(431, 'Request Header Fields Too Large', errorRegistry.HEADERS_TOO_LARGE.message))
+    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end(rawAnswer(408, 'Request Timeout', 'Request timeout'))
+    else socket.end(rawAnswer(400, 'Bad Request', errorRegistry.BAD_REQUEST.message))
   })
   if ('socket' in at) {
     // sun_path holds 108 bytes with its NUL: libuv would bind a longer path cut short, elsewhere
