@@ -3,7 +3,7 @@ import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { errorRegistry } from '../core/errors.js'
-import { MAX_HEADER_LINES } from '../http/app.js'
+import { MAX_HEADER_LINES, type Handler } from '../http/app.js'
 import { rawAnswer } from '../http/reply.js'
 import type { Services } from './services.js'
 
@@ -32,20 +32,24 @@ const MAX_SOCKET_PATH = 107
 /** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
 export type ListenAt = { host: string; port: number } | { socket: string }
 
+/**
+ * Binds, then attaches the request handler: `handlerFor(port)` with the port bound (0 on a Unix
+ * socket), so that an app whose config names its own URL is built once that URL is known (port 0:
+ * daemon/main.ts); by default `services.handler`. It is attached before the first request can
+ * be read, in the same turn as the bind.
+ */
 export async function listen(services: Services, host: string, port: number): Promise<RunningServer>
-export async function listen(services: Services, at: ListenAt): Promise<RunningServer>
-export async function listen(services: Services, hostOrAt: string | ListenAt, port = 0): Promise<RunningServer> {
-  const at: ListenAt = typeof hostOrAt === 'string' ? { host: hostOrAt, port } : hostOrAt
-  const server = createServer(
-    {
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: 1_000,
-      maxHeaderSize: 16 * 1024,
-    },
-    services.handler,
-  )
+export async function listen(services: Services, at: ListenAt, handlerFor?: (port: number) => Handler): Promise<RunningServer>
+export async function listen(services: Services, hostOrAt: string | ListenAt, portOrHandler?: number | ((port: number) => Handler)): Promise<RunningServer> {
+  const at: ListenAt = typeof hostOrAt === 'string' ? { host: hostOrAt, port: typeof portOrHandler === 'number' ? portOrHandler : 0 } : hostOrAt
+  const handlerFor = typeof portOrHandler === 'function' ? portOrHandler : () => services.handler
+  const server = createServer({
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: 1_000,
+    maxHeaderSize: 16 * 1024,
+  })
   // socket inactivity once a request is in (a response nobody reads, say): as before, 15 s
   server.timeout = 15_000
   // node drops the header lines past maxHeadersCount without a word (an Origin or X-Forwarded-For
@@ -68,6 +72,7 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
     server.once('error', reject)
     const listening = (): void => {
       server.off('error', reject)
+      server.on('request', handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port))
       resolve()
     }
     if ('socket' in at) {
