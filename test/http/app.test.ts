@@ -195,3 +195,39 @@ t.test('an unexpected throw is a 500 that leaks nothing; the log has the detail 
     t.match((line?.err as { message?: string } | undefined)?.message, secret, `${what}: the log has the detail`)
   }
 })
+
+t.test('a login refused by its limit (once the block is recorded) is answered before the handler returns, its body never read', async (t) => {
+  const a = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1/15m' } })
+  t.equal((await send(a.handler, 'POST', '/api/auth/login', { payload: {} })).statusCode, 400, 'the allowance spent')
+  t.equal((await send(a.handler, 'POST', '/api/auth/login', { payload: {} })).statusCode, 429, 'the first refusal (it records the block in the audit log)')
+  let read = false
+  const req = {
+    method: 'POST',
+    url: '/api/auth/login',
+    rawHeaders: ['Host', 'localhost', 'Content-Type', 'application/json'],
+    headers: { host: 'localhost', 'content-type': 'application/json' },
+    socket: { remoteAddress: '127.0.0.1' },
+    on: () => {
+      read = true
+      return req
+    },
+  }
+  const written: { status?: number; headers?: Record<string, unknown>; body?: string } = {}
+  const res = {
+    headersSent: false,
+    setHeader: () => {},
+    writeHead(status: number, headers: Record<string, unknown>) {
+      written.status = status
+      written.headers = headers
+      res.headersSent = true
+    },
+    end(body: string) {
+      written.body = body
+    },
+  }
+  a.handler(req as never, res as never)
+  t.equal(written.status, 429, 'answered within the call: no promise on the way')
+  t.same(JSON.parse(written.body ?? '{}'), { success: false, message: 'Too many login attempts' })
+  t.match(written.headers?.['retry-after'], /^\d+$/)
+  t.notOk(read, 'the body is never read')
+})
