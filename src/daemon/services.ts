@@ -40,8 +40,8 @@ export interface Services {
   mfa: MfaService
   metrics: Metrics
   log: Logger
-  /** the HTTP handler, on `config` */
-  handler: Handler
+  /** the HTTP handler, on `config`: built when first asked for (building one takes tens of ms) */
+  readonly handler: Handler
   /** another HTTP handler on these services, for `config` completed (the public URL of port 0: daemon/main.ts) */
   app(config: Config): Handler
   /** flips /readyz to 503 (draining) */
@@ -161,7 +161,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   }
   const isReady = async (): Promise<boolean> => ready && (await storeAnswers()) && ready
   const app = (final: Config): Handler => createApp({ config: final, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: isReady })
-  const handler = app(config)
+  let handler: Handler | undefined
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => memoryLimiter?.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {
@@ -192,7 +192,10 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     mfa,
     metrics,
     log,
-    handler,
+    // not built when the daemon builds its own with the public URL completed (daemon/main.ts)
+    get handler() {
+      return (handler ??= app(config))
+    },
     app,
     setReady: (r) => {
       ready = r
