@@ -72,8 +72,14 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
     server.once('error', reject)
     const listening = (): void => {
       server.off('error', reject)
-      server.on('request', handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port))
-      resolve()
+      try {
+        server.on('request', handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port))
+        resolve()
+      } catch (err) {
+        // the app could not be built: nothing is served, the caller is told
+        server.close()
+        reject(err as Error)
+      }
     }
     if ('socket' in at) {
       // created 0660 whatever the umask: bind() creates the file, synchronously within listen(),
