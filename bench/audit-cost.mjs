@@ -44,7 +44,7 @@ if (!opts['no-build']) {
 const dist = (path) => import(pathToFileURL(join(ROOT, 'dist', path)).href)
 const { loadConfig } = await dist('config/load.js')
 const { createServices } = await dist('daemon/services.js')
-const { createLogger } = await dist('core/logger.js')
+const { createLogger } = await dist('daemon/logger.js')
 const { openLmdbStore } = await dist('store/lmdb-store.js')
 const { openPgStore } = await dist('store/pg/pg-store.js')
 const { apiDraft } = await dist('core/audit.js')

@@ -11,8 +11,25 @@
  *
  * This module imports nothing: every layer may use it.
  */
+/**
+ * One registered error: its message, and for the HTTP API's codes its status and the headers its
+ * answer carries.
+ */
+export interface ErrorEntry {
+  /** the HTTP status; absent for codes only authctl and authd start show */
+  readonly status?: number
+  readonly message: string
+  /** headers of every answer with this code (http/reply.ts adds them) */
+  readonly headers?: Readonly<Record<string, string>>
+  /** the answer clears the refresh cookie, whose attributes come from config (http/reply.ts) */
+  readonly clearsRefreshCookie?: true
+}
+
+/** the answer is the last on its connection: the request may not have been read whole */
+const CLOSE = { connection: 'close' } as const
+
 export const errorRegistry = {
-  BAD_REQUEST: { status: 400, message: 'Bad request' },
+  BAD_REQUEST: { status: 400, message: 'Bad request', headers: CLOSE },
   INVALID_JSON: { status: 400, message: 'Invalid JSON body' },
   CREDENTIALS_REQUIRED: { status: 400, message: 'Email and password are required' },
   INVALID_EMAIL: { status: 400, message: 'Invalid email address' },
@@ -22,11 +39,11 @@ export const errorRegistry = {
   PASSWORDS_REQUIRED: { status: 400, message: 'Current and new password are required' },
   MFA_FIELDS_REQUIRED: { status: 400, message: 'MFA token and code are required' },
   INVALID_SETUP_CODE: { status: 400, message: 'Invalid code' },
-  UNAUTHORIZED: { status: 401, message: 'Unauthorized' },
+  UNAUTHORIZED: { status: 401, message: 'Unauthorized', headers: { 'www-authenticate': 'Bearer' } },
   INVALID_CREDENTIALS: { status: 401, message: 'Invalid email or password' },
-  INVALID_ACCESS_TOKEN: { status: 401, message: 'Invalid or expired access token' },
+  INVALID_ACCESS_TOKEN: { status: 401, message: 'Invalid or expired access token', headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
   REFRESH_REQUIRED: { status: 401, message: 'Refresh token is required' },
-  INVALID_REFRESH_TOKEN: { status: 401, message: 'Invalid or expired refresh token' },
+  INVALID_REFRESH_TOKEN: { status: 401, message: 'Invalid or expired refresh token', clearsRefreshCookie: true },
   INVALID_MFA_TOKEN: { status: 401, message: 'Invalid or expired MFA token' },
   INVALID_MFA_CODE: { status: 401, message: 'Invalid code' },
   CURRENT_PASSWORD_INCORRECT: { status: 403, message: 'Current password is incorrect' },
@@ -39,9 +56,9 @@ export const errorRegistry = {
   MFA_ALREADY_ENABLED: { status: 409, message: 'Two-factor authentication is already enabled' },
   MFA_NOT_ENABLED: { status: 409, message: 'Two-factor authentication is not enabled' },
   MFA_NO_SETUP: { status: 409, message: 'No two-factor setup in progress' },
-  BODY_TOO_LARGE: { status: 413, message: 'Request body too large' },
+  BODY_TOO_LARGE: { status: 413, message: 'Request body too large', headers: CLOSE },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Content-Type must be application/json' },
-  HEADERS_TOO_LARGE: { status: 431, message: 'Request headers too large' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'Request headers too large', headers: CLOSE },
   TOO_MANY_LOGINS: { status: 429, message: 'Too many login attempts' },
   TOO_MANY_REGISTRATIONS: { status: 429, message: 'Too many registration attempts' },
   TOO_MANY_REQUESTS: { status: 429, message: 'Too many requests' },
@@ -120,7 +137,7 @@ export const errorRegistry = {
   NO_PASSWORD_ON_STDIN: { message: 'No password was given on standard input.' },
   NO_PASSWORD: { message: 'No password was given.' },
   PASSWORDS_DIFFER: { message: 'The two passwords do not match.' },
-} as const satisfies Record<string, { status?: number; message: string }>
+} as const satisfies Record<string, ErrorEntry>
 
 export type ErrorCode = keyof typeof errorRegistry
 

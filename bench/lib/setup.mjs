@@ -26,7 +26,7 @@ export const userEmail = (n) => `user-${String(n).padStart(5, '0')}@bench.test`
 export async function prepare({ root, dir, work, env, users, tokens }) {
   const { loadConfig } = await dist(root, 'config/load.js')
   const { createServices } = await dist(root, 'daemon/services.js')
-  const { createLogger } = await dist(root, 'core/logger.js')
+  const { createLogger } = await dist(root, 'daemon/logger.js')
   const { createAccessTokens } = await dist(root, 'core/access-tokens.js')
   const { newUserId } = await dist(root, 'core/users.js')
   const { newSessionId, newRefreshToken, hashToken } = await dist(root, 'core/sessions.js')

@@ -9,7 +9,8 @@ import { loadConfig, type ConfigFlags } from '../config/load.js'
 import { describeConfig } from '../config/describe.js'
 import { derivePublicUrl } from '../config/defaults.js'
 import type { Config } from '../config/types.js'
-import { createLogger } from '../core/logger.js'
+import type { Handler } from '../http/app.js'
+import { createLogger, flushLogSync } from './logger.js'
 import { createServices } from './services.js'
 import { listen } from './server.js'
 import { version } from '../version.js'
@@ -88,10 +89,16 @@ export async function main(io: Io): Promise<number> {
 async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const { config, file } = loadConfig({ flags, env: io.env, cwd: io.cwd })
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
+  // what the log has gathered is written at exit, also by process.exit (an uncaught exception)
+  process.once('exit', () => flushLogSync(log))
   const services = await createServices(config, { logger: log })
   const socket = config.server.socket
   const at = socket !== null ? { socket } : { host: config.server.host, port: config.server.port }
-  const running = await listen(services, at).catch(async (err: NodeJS.ErrnoException) => {
+  // the default public URL of --port 0 names the port actually chosen: the app is built with it
+  const ownUrl = socket === null && config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)
+  const handlerFor = (port: number): Handler =>
+    ownUrl ? services.app({ ...config, server: { ...config.server, publicUrl: derivePublicUrl(config.server.host, port) } }) : services.handler
+  const running = await listen(services, at, handlerFor).catch(async (err: NodeJS.ErrnoException) => {
     await services.close()
     if (socket !== null) {
       if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${socket}: another process is listening on that socket`)
@@ -106,10 +113,6 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
     if (err.code === 'EADDRNOTAVAIL') throw new Error(`cannot listen on ${where}: no such address on this machine`)
     throw err
   })
-  if (socket === null && config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)) {
-    // the default public URL names the port actually chosen
-    config.server.publicUrl = derivePublicUrl(config.server.host, running.port)
-  }
   // the store as people read it: a URL's password is shown as ***
   const store = { backend: services.store.backend, location: services.store.location }
   if (socket !== null) log.info({ event: 'listening', socket, store, config: file, dev: config.dev }, `authd listening on ${running.url}`)

@@ -3,7 +3,8 @@ import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo } from 'node:net'
 import { errorRegistry } from '../errors.js'
-import { MAX_HEADER_LINES } from '../http/app.js'
+import { MAX_HEADER_LINES, type Handler } from '../http/app.js'
+import { rawAnswer } from '../http/reply.js'
 import type { Services } from './services.js'
 
 export interface RunningServer {
@@ -31,20 +32,24 @@ const MAX_SOCKET_PATH = 107
 /** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
 export type ListenAt = { host: string; port: number } | { socket: string }
 
+/**
+ * Binds, then attaches the request handler: `handlerFor(port)` with the port bound (0 on a Unix
+ * socket), so that an app whose config names its own URL is built once that URL is known (port 0:
+ * daemon/main.ts); by default `services.handler`. It is attached before the first request can
+ * be read, in the same turn as the bind.
+ */
 export async function listen(services: Services, host: string, port: number): Promise<RunningServer>
-export async function listen(services: Services, at: ListenAt): Promise<RunningServer>
-export async function listen(services: Services, hostOrAt: string | ListenAt, port = 0): Promise<RunningServer> {
-  const at: ListenAt = typeof hostOrAt === 'string' ? { host: hostOrAt, port } : hostOrAt
-  const server = createServer(
-    {
-      headersTimeout: HEADERS_TIMEOUT_MS,
-      requestTimeout: REQUEST_TIMEOUT_MS,
-      keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      connectionsCheckingInterval: 1_000,
-      maxHeaderSize: 16 * 1024,
-    },
-    services.handler,
-  )
+export async function listen(services: Services, at: ListenAt, handlerFor?: (port: number) => Handler): Promise<RunningServer>
+export async function listen(services: Services, hostOrAt: string | ListenAt, portOrHandler?: number | ((port: number) => Handler)): Promise<RunningServer> {
+  const at: ListenAt = typeof hostOrAt === 'string' ? { host: hostOrAt, port: typeof portOrHandler === 'number' ? portOrHandler : 0 } : hostOrAt
+  const handlerFor = typeof portOrHandler === 'function' ? portOrHandler : () => services.handler
+  const server = createServer({
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+    connectionsCheckingInterval: 1_000,
+    maxHeaderSize: 16 * 1024,
+  })
   // socket inactivity once a request is in (a response nobody reads, say): as before, 15 s
   server.timeout = 15_000
   // node drops the header lines past maxHeadersCount without a word (an Origin or X-Forwarded-For
@@ -54,13 +59,9 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // malformed HTTP or a timed-out socket: answer 400 (or just close) without a stack
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
-    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400
-    const body = JSON.stringify({ success: false, message: status === 431 ? errorRegistry.HEADERS_TOO_LARGE.message : status === 408 ? 'Request timeout' : errorRegistry.BAD_REQUEST.message })
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-        `content-type: application/json; charset=utf-8\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    )
+    if (err.code === 'HPE_HEADER_OVERFLOW') socket.end(rawAnswer(431, 'Request Header Fields Too Large', errorRegistry.HEADERS_TOO_LARGE.message))
+    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end(rawAnswer(408, 'Request Timeout', 'Request timeout'))
+    else socket.end(rawAnswer(400, 'Bad Request', errorRegistry.BAD_REQUEST.message))
   })
   if ('socket' in at) {
     // sun_path holds 108 bytes with its NUL: libuv would bind a longer path cut short, elsewhere
@@ -71,7 +72,14 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
     server.once('error', reject)
     const listening = (): void => {
       server.off('error', reject)
-      resolve()
+      try {
+        server.on('request', handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port))
+        resolve()
+      } catch (err) {
+        // the app could not be built: nothing is served, the caller is told
+        server.close()
+        reject(err as Error)
+      }
     }
     if ('socket' in at) {
       // created 0660 whatever the umask: bind() creates the file, synchronously within listen(),

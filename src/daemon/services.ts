@@ -10,7 +10,7 @@ import { createAuthService, type AuthService } from '../core/auth-service.js'
 import { createDeviceCookies, newDeviceKey } from '../core/device-cookies.js'
 import { watchLimitClears } from '../core/limit-clears.js'
 import { createKeyring, generateKey, type Keyring } from '../core/keys.js'
-import { createLogger, requestLineWriter } from '../core/logger.js'
+import { createLogger, requestLineWriter } from './logger.js'
 import { createMfaService, type MfaService } from '../core/mfa-service.js'
 import { createMfaTokens, newMfaKey } from '../core/mfa-tokens.js'
 import { createPasswordHasher, type PasswordHasher } from '../core/passwords.js'
@@ -40,7 +40,10 @@ export interface Services {
   mfa: MfaService
   metrics: Metrics
   log: Logger
-  handler: Handler
+  /** the HTTP handler, on `config`: built when first asked for (building one takes tens of ms) */
+  readonly handler: Handler
+  /** another HTTP handler on these services, for `config` completed (the public URL of port 0: daemon/main.ts) */
+  app(config: Config): Handler
   /** flips /readyz to 503 (draining) */
   setReady(ready: boolean): void
   close(): Promise<void>
@@ -157,7 +160,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     return pinged.answer
   }
   const isReady = async (): Promise<boolean> => ready && (await storeAnswers()) && ready
-  const handler = createApp({ config, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: isReady })
+  const app = (final: Config): Handler => createApp({ config: final, auth, mfa, keyring, metrics, log, requestLog: requestLineWriter(log), repeats: refusals, ready: isReady })
+  let handler: Handler | undefined
   // housekeeping: expired limiter windows, and sessions past their idle or absolute expiry
   const pruneTimer = setInterval(() => memoryLimiter?.prune(), 30_000).unref()
   const sweepTimer = setInterval(() => {
@@ -188,7 +192,11 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
     mfa,
     metrics,
     log,
-    handler,
+    // not built when the daemon builds its own with the public URL completed (daemon/main.ts)
+    get handler() {
+      return (handler ??= app(config))
+    },
+    app,
     setReady: (r) => {
       ready = r
     },

@@ -1,4 +1,6 @@
+import type { IncomingMessage } from 'node:http'
 import ipaddr from 'ipaddr.js'
+import { joinedHeader } from './raw-headers.js'
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6
 
@@ -136,5 +138,31 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     // fast path: no proxies configured, or the peer is not one — the header is not even read
     if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
     return forwarded(socket, forwardedFor)
+  }
+}
+
+/** addresses whose parse is remembered at most (a keep-alive client sends many requests) */
+const MEMO_ADDRESSES = 4096
+
+/**
+ * The client address of a request (createClientIp, with the same `trustProxy` and options).
+ * Without an X-Forwarded-For header it depends on the socket address alone, so that parse is
+ * remembered per address, for at most MEMO_ADDRESSES of them; with one, it is worked out every
+ * time.
+ */
+export function createRequestClientIp(trustProxy: readonly string[], opts: { unixSocket?: boolean } = {}): (req: IncomingMessage) => ClientIp {
+  const resolve = createClientIp(trustProxy, opts)
+  const byAddress = new Map<string, ClientIp>()
+  return (req) => {
+    const forwarded = joinedHeader(req, 'x-forwarded-for')
+    const address = req.socket.remoteAddress
+    if (forwarded !== undefined || address === undefined) return resolve(address, forwarded)
+    let c = byAddress.get(address)
+    if (c === undefined) {
+      c = resolve(address, undefined)
+      if (byAddress.size >= MEMO_ADDRESSES) byAddress.clear()
+      byAddress.set(address, c)
+    }
+    return c
   }
 }

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { createClientIp, UNKNOWN_CLIENT } from '../../src/http/client-ip.js'
+import type { IncomingMessage } from 'node:http'
+import { createClientIp, createRequestClientIp, UNKNOWN_CLIENT } from '../../src/http/client-ip.js'
 
 t.test('without trusted proxies the socket address is the client, whatever X-Forwarded-For says', async (t) => {
   const clientIp = createClientIp([])
@@ -91,4 +92,19 @@ t.test('a long spoofed chain behind a trusted proxy costs one entry', async (t) 
   const clientIp = createClientIp(['10.0.0.0/8'])
   const chain = Array.from({ length: 2000 }, (_, i) => `6.6.${i >> 8}.${i & 255}`).join(', ') + ', 198.51.100.9'
   t.equal(clientIp('10.0.0.2', chain).ip, '198.51.100.9')
+})
+
+t.test("a request's client: the socket address's parse remembered, X-Forwarded-For worked out every time", async (t) => {
+  const request = (address: string | undefined, forwarded?: string): IncomingMessage =>
+    ({ socket: { remoteAddress: address }, rawHeaders: forwarded === undefined ? [] : ['X-Forwarded-For', forwarded] }) as unknown as IncomingMessage
+  const clientOf = createRequestClientIp(['10.0.0.0/8'])
+  const first = clientOf(request('2001:db8:1:2::7'))
+  t.same(first, { ip: '2001:db8:1:2::7', key: '2001:db8:1:2::/64' })
+  t.equal(clientOf(request('2001:db8:1:2::7')), first, 'the same address: the remembered parse')
+  t.same(clientOf(request('10.0.0.2', '198.51.100.9')), { ip: '198.51.100.9', key: '198.51.100.9' }, 'a trusted proxy: the header names the client')
+  t.same(clientOf(request('10.0.0.2', '198.51.100.10')), { ip: '198.51.100.10', key: '198.51.100.10' }, 'another header from the same proxy: another client')
+  t.same(clientOf(request('10.0.0.2')), { ip: '10.0.0.2', key: '10.0.0.2' }, 'the proxy without the header: itself')
+  t.same(clientOf(request(undefined)), UNKNOWN_CLIENT, 'a socket already gone')
+  for (let i = 0; i < 5000; i++) clientOf(request(`192.0.${i >> 8}.${i & 255}`))
+  t.same(clientOf(request('2001:db8:1:2::7')), first, 'past the memo size: still right')
 })

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { createConnection } from 'node:net'
 import type { IncomingMessage } from 'node:http'
-import { firstHeader } from '../../src/http/app.js'
+import { firstHeader } from '../../src/http/raw-headers.js'
 import { addUser, call, startServer } from '../helpers/app.js'
 
 /** one raw HTTP/1.1 exchange: the status code of the answer */

@@ -6,7 +6,7 @@
 import { connect } from 'node:net'
 import t from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'
-import { firstHeader, joinedHeader } from '../../src/http/app.js'
+import { firstHeader, joinedHeader } from '../../src/http/raw-headers.js'
 
 function sent(lines: string[]): Promise<IncomingMessage> {
   return new Promise((resolve) => {

@@ -3,7 +3,7 @@
  * percent-encoded unreserved characters decoded (RFC 3986 6.2.2.2); other escapes name no route.
  */
 import t from 'tap'
-import { routePath } from '../../src/http/app.js'
+import { routePath } from '../../src/http/router.js'
 import { buildApp } from '../helpers/app.js'
 import { inject } from 'light-my-request'
 

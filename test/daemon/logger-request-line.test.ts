@@ -5,7 +5,7 @@
 import t from 'tap'
 import { Writable } from 'node:stream'
 import fc from 'fast-check'
-import { createLogger, hundredths, isoTimeOncePerMs, requestLineWriter } from '../../src/core/logger.js'
+import { createLogger, hundredths, isoTimeOncePerMs, requestLineWriter } from '../../src/daemon/logger.js'
 
 function capture(): { text: () => string; stream: Writable } {
   let raw = ''

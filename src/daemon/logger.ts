@@ -96,7 +96,7 @@ function quotedOnce(): (s: string) => string {
  */
 export function requestLineWriter(logger: Logger): (reqId: string, method: string, route: string, status: number, ms: number) => void {
   if (!logger.isLevelEnabled('info')) return () => {}
-  const stream = (logger as unknown as Record<symbol, { write(line: string): unknown }>)[pino.symbols.streamSym]!
+  const stream = streamOf(logger) as { write(line: string): unknown }
   const time = isoTimeOncePerMs()
   const quoted = quotedOnce()
   return (reqId, method, route, status, ms) => {
@@ -135,8 +135,8 @@ export function hundredths(ms: number): string {
  * The daemon's log destination: lines are gathered into one string and handed to the output in
  * batches of about 12 KB, or 100 ms after the first line of a batch. Handing over each line
  * (sonic-boom measures and queues every write) cost a /me more than building its line.
- * Whatever is gathered is written at exit, even by process.exit (the uncaught-exception path);
- * a kill -9 loses at most the last 100 ms of lines.
+ * The daemon writes whatever is gathered at exit, even by process.exit (the uncaught-exception
+ * path: flushLogSync); a kill -9 loses at most the last 100 ms of lines.
  */
 export class LineBatch implements DestinationStream {
   private pending = ''
@@ -150,9 +150,7 @@ export class LineBatch implements DestinationStream {
     private readonly out: { write(text: string): unknown; flush(cb?: (err?: Error) => void): void; flushSync(): void },
     private readonly batchChars = 12_288,
     private readonly delayMs = 100,
-  ) {
-    batches.add(this)
-  }
+  ) {}
 
   write(line: string): void {
     this.pending += line
@@ -184,16 +182,23 @@ export class LineBatch implements DestinationStream {
   }
 }
 
-const batches = new Set<LineBatch>()
-process.once('exit', () => {
-  for (const b of batches) {
-    try {
-      b.flushSync()
-    } catch {
-      // the output is gone (a closed pipe): nothing more can be written
-    }
+/**
+ * Writes what the logger's batch has gathered, synchronously (nothing asynchronous runs at exit):
+ * the daemon calls it on `exit`. Other destinations write as they go.
+ */
+export function flushLogSync(logger: Logger): void {
+  const out = streamOf(logger)
+  if (!(out instanceof LineBatch)) return
+  try {
+    out.flushSync()
+  } catch {
+    // the output is gone (a closed pipe): nothing more can be written
   }
-})
+}
+
+function streamOf(logger: Logger): unknown {
+  return (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym]
+}
 
 export function createLogger(opts: { level: string; destination?: DestinationStream }): Logger {
   return pino(

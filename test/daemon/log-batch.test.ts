@@ -1,12 +1,12 @@
 /**
- * The daemon's log destination gathers lines and hands them over in batches (core/logger.ts
+ * The daemon's log destination gathers lines and hands them over in batches (daemon/logger.ts
  * LineBatch): nothing is lost, the order is kept, and what is gathered is written at exit, even
  * by process.exit.
  */
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { createLogger, LineBatch, requestLineWriter } from '../../src/core/logger.js'
+import { createLogger, LineBatch, requestLineWriter } from '../../src/daemon/logger.js'
 
 function output(): { writes: string[]; flushes: number; syncFlushes: number; out: ConstructorParameters<typeof LineBatch>[0] } {
   const o = {
@@ -82,11 +82,12 @@ t.test('pino lines and request lines share the batch and keep their order', asyn
   t.equal(lines[1]!.reqId, 'a-1')
 })
 
-t.test('a process that exits at once (process.exit) still writes its gathered lines', async (t) => {
-  const logger = fileURLToPath(new URL('../../dist/core/logger.js', import.meta.url))
+t.test('a process that exits at once (process.exit) still writes its gathered lines, flushed on exit as the daemon does', async (t) => {
+  const logger = fileURLToPath(new URL('../../dist/daemon/logger.js', import.meta.url))
   const script = `
-    const { createLogger, requestLineWriter } = await import(${JSON.stringify(logger)})
+    const { createLogger, flushLogSync, requestLineWriter } = await import(${JSON.stringify(logger)})
     const log = createLogger({ level: 'info' })
+    process.once('exit', () => flushLogSync(log))
     requestLineWriter(log)('b-1', 'GET', '/healthz', 200, 1)
     log.fatal({ event: 'boom' }, 'uncaught exception')
     process.exit(3)
@@ -104,7 +105,7 @@ t.test('a process that exits at once (process.exit) still writes its gathered li
 })
 
 t.test('a process that ends by itself waits for its last lines (at most the delay)', async (t) => {
-  const logger = fileURLToPath(new URL('../../dist/core/logger.js', import.meta.url))
+  const logger = fileURLToPath(new URL('../../dist/daemon/logger.js', import.meta.url))
   const script = `
     const { createLogger } = await import(${JSON.stringify(logger)})
     createLogger({ level: 'info' }).info({ event: 'last' }, 'the last line')

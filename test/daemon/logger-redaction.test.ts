@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { Writable } from 'node:stream'
-import { censorNested, createLogger, REDACT_PATHS, SECRET_FIELDS } from '../../src/core/logger.js'
+import { censorNested, createLogger, REDACT_PATHS, SECRET_FIELDS } from '../../src/daemon/logger.js'
 
 function capture(): { lines: Array<Record<string, any>>; text: () => string; stream: Writable } {
   let raw = ''
