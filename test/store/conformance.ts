@@ -867,6 +867,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
       ['a second user with one email', [meta, u1, { type: 'user', user: user('u2', 'ann@example.com') }], 3],
       ['a second user with one id', [meta, u1, { type: 'user', user: user('u1', 'other@example.com') }], 3],
       ['a session of a user not in the export', [meta, u1, { type: 'session', session: session('s1', 'u1') }, { type: 'session', session: session('s2', 'u9') }, u2], 4],
+      ['a session without its token family', [meta, u1, { type: 'session', session: { ...session('s1', 'u1'), familyHash: undefined } }], 3],
+      ['a session without its amr', [meta, u1, { type: 'session', session: { ...session('s1', 'u1'), amr: undefined } }], 3],
       ['a key of an unknown algorithm', [meta, u1, { type: 'key', key: { ...key('k1', 'active', T0), alg: 'HS256' } }], 3],
       ['an unknown secret', [meta, u1, { type: 'secret', name: 'other', value: 'v' }], 3],
       ['an unknown record type', [meta, u1, u2, { type: 'group', group: {} }], 4],
