@@ -29,7 +29,7 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
   const { createLogger } = await dist(root, 'daemon/logger.js')
   const { createAccessTokens } = await dist(root, 'core/access-tokens.js')
   const { newUserId } = await dist(root, 'core/users.js')
-  const { newSessionId, newRefreshToken, hashToken } = await dist(root, 'core/sessions.js')
+  const { newSessionId, newRefreshToken, hashToken, familyHashOf } = await dist(root, 'core/sessions.js')
 
   const { config } = loadConfig({ flags: { data: dir }, env, cwd: dir })
   const s = await createServices(config, { logger: createLogger({ level: 'silent' }), processMetrics: false })
@@ -49,6 +49,7 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
     for (let i = 0; i < tokens; i++) {
       const user = people[i % people.length]
       const id = newSessionId()
+      const refreshToken = newRefreshToken()
       writes.push(
         s.store.createSession({
           id,
@@ -58,10 +59,12 @@ export async function prepare({ root, dir, work, env, users, tokens }) {
           expiresAt: now + config.sessions.absoluteTtlMs,
           ip: '10.0.0.1',
           userAgent: 'authd-bench',
-          refreshHash: hashToken(newRefreshToken()),
+          refreshHash: hashToken(refreshToken),
           previousHash: null,
           rotatedAt: null,
           generation: 0,
+          familyHash: familyHashOf(refreshToken),
+          amr: ['pwd'],
         }),
       )
       lines.push(signer.sign({ sub: user.id, email: user.email, sid: id }).token)

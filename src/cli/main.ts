@@ -181,8 +181,6 @@ export async function main(io: CliIo): Promise<number> {
     .command('revoke')
     .description('delete a key at once: tokens signed with it stop verifying; the active key is replaced by a new one first (asks unless --yes)')
     .argument('<kid>', 'the key id')
-    // what once allowed revoking the active key, which is now always allowed: kept for scripts
-    .addOption(new Option('--rotate').hideHelp())
     .option('--yes', 'do not ask for confirmation')
     .action(
       withStore(async (d, c) => {

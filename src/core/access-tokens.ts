@@ -2,15 +2,16 @@
  * Access tokens: short-lived JWS (ES256 or RS256) with typ "at+jwt". Verification returns null for
  * every bad token, whatever the reason, so no reason can leak and no library error becomes a 500.
  *
- * Signing and verification use node:crypto directly: a compact JWS is three base64url parts, and
- * loading a JWT library was a fifth of the daemon's start-up. Verification checks the signature
- * against the key named by kid, then the claims exactly as jsonwebtoken would with our options
- * (iss, aud, nbf, exp with the clock tolerance), then ours (typ, no crit, iat not in the future,
- * exp within the TTL). A token that passed is remembered in a bounded cache keyed by its exact
- * text, so a token presented again skips the signature and the decoding, and nothing else: see
- * verify().
+ * jsonwebtoken signs, and verifies the signature with the algorithm pinned to the key named by
+ * kid (a KeyObject built once: keys.ts) and the registered claims (iss, aud, exp and nbf with the
+ * clock tolerance). On top of it we check what it does not: typ, no crit, one text per token
+ * (canonical base64url, low-S ES256), exp and iat present, iat not in the future, exp within the
+ * TTL. A token that passed is remembered in a bounded cache keyed by its exact text, so a token
+ * presented again skips the signature and the decoding, and nothing else: see verify().
  */
-import { randomBytes, sign as signData, verify as verifySignature, type KeyObject } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { createRequire } from 'node:module'
+import type * as Jsonwebtoken from 'jsonwebtoken'
 import type { Keyring, LoadedKey } from './keys.js'
 
 export interface AccessClaims {
@@ -37,6 +38,17 @@ export interface AccessTokens {
   readonly cached: number
 }
 
+/** the part of jsonwebtoken used here */
+export type Jwt = Pick<typeof Jsonwebtoken, 'sign' | 'verify'>
+
+const require = createRequire(import.meta.url)
+/**
+ * jsonwebtoken, loaded when first needed (node keeps it once loaded). Loading it is a sixth of
+ * the daemon's start-up, so authd loads it right after its listening line, before it reads any
+ * request (daemon/main.ts); authctl never does.
+ */
+export const loadJwt = (): Jwt => require('jsonwebtoken') as Jwt
+
 // Anything longer is not one of ours; refuse before decoding (a kid of 8 KB, say).
 const MAX_TOKEN_LENGTH = 4096
 /** compact JWS: three non-empty base64url segments */
@@ -56,8 +68,6 @@ interface Verified {
   /** the token's nbf, or -Infinity */
   nbf: number
 }
-
-const segment = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url')
 
 const parseSegment = (segment: string): unknown => {
   try {
@@ -91,6 +101,8 @@ const HEADERS_KEPT = 64
 /** the order n of P-256, and n/2: an ECDSA signature (r, s) verifies as (r, n - s) too */
 const P256_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n
 const P256_HALF_N = P256_N >> 1n
+/** an ES256 signature is r||s, 64 bytes (RFC 7518 3.4): 86 base64url characters */
+const ES256_SIGNATURE_CHARS = 86
 
 const sOf = (signature: Buffer): bigint => BigInt(`0x${signature.subarray(32, 64).toString('hex')}`)
 /** n/2 as 32 big-endian bytes: s is low when its bytes compare at most equal */
@@ -99,27 +111,17 @@ const P256_HALF_N_BYTES = Buffer.from(P256_HALF_N.toString(16).padStart(64, '0')
 const highS = (signature: Buffer): boolean => signature.compare(P256_HALF_N_BYTES, 0, 32, 32, 64) > 0
 
 /**
- * An ES256 signature in low-S form (s ≤ n/2). ECDSA's (r, n − s) is as valid as (r, s), so
- * without this every token had a high-S twin of another text that verified too (a second
- * "exactly this token" for caches, deny-lists and replay logs): we issue and accept low-S only.
+ * The ES256 token in low-S form (s ≤ n/2). ECDSA's (r, n − s) is as valid as (r, s), and
+ * jsonwebtoken (node's ECDSA) issues either, so without this every token had a high-S twin of
+ * another text that verified too (a second "exactly this token" for caches, deny-lists and
+ * replay logs): we issue and accept low-S only.
  */
-function lowS(signature: Buffer): Buffer {
-  const s = sOf(signature)
-  if (s <= P256_HALF_N) return signature
-  const low = Buffer.from((P256_N - s).toString(16).padStart(64, '0'), 'hex')
-  return Buffer.concat([signature.subarray(0, 32), low])
-}
-
-/** RS256 is RSASSA-PKCS1-v1_5 (node's default for an RSA key); ES256 is r||s, 64 bytes (RFC 7518 3.4), low-S only */
-function signatureValid(key: LoadedKey, input: string, signature: Buffer): boolean {
-  if (key.alg === 'ES256' && (signature.length !== 64 || highS(signature))) return false
-  const k: KeyObject | { key: KeyObject; dsaEncoding: 'ieee-p1363' } = key.alg === 'ES256' ? { key: key.publicKey, dsaEncoding: 'ieee-p1363' } : key.publicKey
-  try {
-    return verifySignature('sha256', Buffer.from(input, 'latin1'), k, signature)
-  } catch {
-    // a malformed signature is a bad token, never a 500
-    return false
-  }
+function lowS(token: string): string {
+  const dot = token.lastIndexOf('.')
+  const signature = Buffer.from(token.slice(dot + 1), 'base64url')
+  if (!highS(signature)) return token
+  const low = Buffer.from((P256_N - sOf(signature)).toString(16).padStart(64, '0'), 'hex')
+  return `${token.slice(0, dot + 1)}${Buffer.concat([signature.subarray(0, 32), low]).toString('base64url')}`
 }
 
 export function createAccessTokens(deps: {
@@ -132,6 +134,7 @@ export function createAccessTokens(deps: {
 }): AccessTokens {
   const ttlS = Math.floor(deps.ttlMs / 1000)
   const toleranceS = Math.ceil(deps.clockToleranceMs / 1000)
+  let jwt: Jwt | undefined
   const verified = new Map<string, Verified>()
   // the header segment's text → its object (undefined: not a JSON object); bounded, emptied when full
   const headers = new Map<string, Record<string, unknown> | undefined>()
@@ -150,33 +153,46 @@ export function createAccessTokens(deps: {
   const timely = (v: Verified, nowS: number): boolean =>
     nowS < v.claims.exp + toleranceS && v.claims.iat <= nowS + toleranceS && v.nbf <= nowS + toleranceS
 
+  /** the payload if jsonwebtoken verifies the token with `key`, else undefined; never throws */
+  function verifiedPayload(token: string, key: LoadedKey, nowS: number): unknown {
+    try {
+      // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
+      return (jwt ??= loadJwt()).verify(token, key.publicKey, {
+        algorithms: [key.alg],
+        issuer: deps.issuer,
+        audience: deps.audience,
+        clockTolerance: toleranceS,
+        clockTimestamp: nowS,
+      })
+    } catch {
+      // every refusal is a bad token, never a 500: jsonwebtoken throws its own errors, and can
+      // throw a plain TypeError (a malformed ES256 signature, say)
+      return undefined
+    }
+  }
+
   function verifyFully(token: string, nowS: number): Verified | null {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) return null
-    const dot1 = token.indexOf('.')
-    const dot2 = token.lastIndexOf('.')
-    const s = token.slice(dot2 + 1)
+    const dot = token.lastIndexOf('.')
+    const s = token.slice(dot + 1)
     // base64url leaves spare bits in the last character: several spellings decode to the same
     // signature. Only the one we issue is accepted, so a token has exactly one text.
     if (!canonicalBase64url(s)) return null
-    const header = headerOf(token.slice(0, dot1))
+    const header = headerOf(token.slice(0, token.indexOf('.')))
     if (header === undefined) return null
     const { alg, kid, typ, crit } = header
     // RFC 7515 4.1.11: a critical extension we do not implement (we implement none) must be refused
     if (crit !== undefined) return null
-    // typ is checked so that an ID token or other JWS of ours is not accepted
-    if (typ !== 'at+jwt' || typeof kid !== 'string' || typeof alg !== 'string') return null
+    // typ is checked so that an ID token or other JWS of ours is not accepted (jsonwebtoken ignores it)
+    if (typ !== 'at+jwt' || typeof kid !== 'string') return null
     const key = deps.keyring.verifying(kid)
-    // the algorithm is pinned to the key named by kid: no "none", no HS256 with a public key
+    // the algorithm is pinned to the key named by kid (and again in jsonwebtoken's options)
     if (key === undefined || alg !== key.alg) return null
-    // the claims are checked before the signature: an expired or foreign token (the usual bad
-    // one) is refused without the costly check; a forged one still fails the signature below
-    const c = parseSegment(token.slice(dot1 + 1, dot2))
+    // ES256: r||s only, and its low-S form only (the high-S twin verifies under plain ECDSA)
+    if (key.alg === 'ES256' && (s.length !== ES256_SIGNATURE_CHARS || highS(Buffer.from(s, 'base64url')))) return null
+    const c = verifiedPayload(token, key, nowS)
     if (!isObject(c)) return null
-    if (c.iss !== deps.issuer) return null
-    // aud may be one string or a list of them (RFC 7519 4.1.3)
-    if (c.aud !== deps.audience && !(Array.isArray(c.aud) && c.aud.includes(deps.audience))) return null
-    if (c.nbf !== undefined && typeof c.nbf !== 'number') return null
-    // ours always carry exp and iat, with exp within the configured TTL
+    // ours always carry exp and iat (jsonwebtoken accepts a token without exp), exp within the TTL
     if (typeof c.exp !== 'number' || typeof c.iat !== 'number' || c.exp - c.iat > ttlS) return null
     if (typeof c.sub !== 'string' || typeof c.sid !== 'string' || typeof c.email !== 'string' || typeof c.jti !== 'string') return null
     const v: Verified = {
@@ -184,8 +200,8 @@ export function createAccessTokens(deps: {
       claims: Object.freeze({ sub: c.sub, email: c.email, sid: c.sid, jti: c.jti, iat: c.iat, exp: c.exp }),
       nbf: typeof c.nbf === 'number' ? c.nbf : -Infinity,
     }
-    if (!timely(v, nowS)) return null
-    return signatureValid(key, token.slice(0, dot2), Buffer.from(s, 'base64url')) ? v : null
+    // iat not in the future (jsonwebtoken has checked exp and nbf already)
+    return timely(v, nowS) ? v : null
   }
 
   return {
@@ -193,13 +209,9 @@ export function createAccessTokens(deps: {
       const key = deps.keyring.signing()
       const iat = Math.floor(deps.now() / 1000)
       const payload = { iss: deps.issuer, aud: deps.audience, ...claims, jti: randomBytes(12).toString('base64url'), iat, exp: iat + ttlS }
-      const input = `${segment({ alg: key.alg, typ: 'at+jwt', kid: key.kid })}.${segment(payload)}`
-      // ES256 signatures are r||s (RFC 7518 3.4), not DER; RS256 is RSASSA-PKCS1-v1_5
-      const signature =
-        key.alg === 'ES256'
-          ? lowS(signData('sha256', Buffer.from(input), { key: key.privateKey!, dsaEncoding: 'ieee-p1363' }))
-          : signData('sha256', Buffer.from(input), key.privateKey!)
-      return { token: `${input}.${signature.toString('base64url')}`, expiresIn: ttlS }
+      // the header is {"alg","typ","kid"}, in that order
+      const token = (jwt ??= loadJwt()).sign(payload, key.privateKey!, { algorithm: key.alg, keyid: key.kid, header: { alg: key.alg, typ: 'at+jwt' } })
+      return { token: key.alg === 'ES256' ? lowS(token) : token, expiresIn: ttlS }
     },
 
     verify(token) {

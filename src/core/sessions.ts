@@ -21,20 +21,14 @@ export const newRefreshToken = (family: string = randomBytes(16).toString('base6
 
 export const newSessionId = (): string => randomBytes(16).toString('base64url')
 
-/**
- * A syntactically possible refresh token: a family (22 base64url characters) and a secret (43),
- * or a secret alone, as older versions issued them.
- */
-export const REFRESH_TOKEN = /^(?:[A-Za-z0-9_-]{22}\.)?[A-Za-z0-9_-]{43}$/
+/** A syntactically possible refresh token: a family (22 base64url characters) and a secret (43) */
+export const REFRESH_TOKEN = /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/
 
-/** The family part of a token that matched REFRESH_TOKEN (undefined for an older version's) */
-export const tokenFamily = (token: string): string | undefined => (token.length === 66 ? token.slice(0, 22) : undefined)
+/** The family part of a token that matched REFRESH_TOKEN */
+export const tokenFamily = (token: string): string => token.slice(0, 22)
 
 /** The hash the store finds a token's session by when the token itself is not indexed */
-export const familyHashOf = (token: string): string | undefined => {
-  const family = tokenFamily(token)
-  return family === undefined ? undefined : hashToken(family)
-}
+export const familyHashOf = (token: string): string => hashToken(tokenFamily(token))
 
 /** At most this many rotations are kept for the grace, however short it is */
 export const GRACE_ROTATIONS_KEPT = 16
@@ -110,18 +104,16 @@ export function decideRefresh(
   // be walked forward to the live one (below)
   const rotations = freshRotations(session, now, policy)
   if (sameHash(session.refreshHash, presented.hash)) {
-    // the family goes on; a session of an older version (tokens without one) gets one now
+    // the family goes on
     const token = newRefreshToken(tokenFamily(presented.token))
     const kept = [...rotations, { hash: session.refreshHash, at: now, sealed: sealSuccessor(presented.token, token) }]
-    const { sealedSuccessor: _older, ...rest } = session
     const next: SessionRecord = {
-      ...rest,
+      ...session,
       lastUsedAt: now,
       previousHash: session.refreshHash,
       refreshHash: hashToken(token),
       rotatedAt: now,
       generation: session.generation + 1,
-      familyHash: familyHashOf(token),
       rotations: kept.slice(-GRACE_ROTATIONS_KEPT),
     }
     return { action: 'rotate', session: next, result: { kind: 'rotated', session: next, token } }
@@ -143,15 +135,9 @@ export function decideRefresh(
   return { action: 'revoke', result: { kind: 'reuse', session } }
 }
 
-/**
- * The session's rotations still inside their grace at `now`, oldest first (an older version's
- * record: its one sealed successor, if still inside it)
- */
-function freshRotations(s: SessionRecord, now: number, policy: SessionPolicy): Rotation[] {
-  const all =
-    s.rotations ?? (s.previousHash === null || s.rotatedAt === null || s.sealedSuccessor === undefined ? [] : [{ hash: s.previousHash, at: s.rotatedAt, sealed: s.sealedSuccessor }])
-  return all.filter((r) => now - r.at <= policy.reuseGraceMs)
-}
+/** The session's rotations still inside their grace at `now`, oldest first */
+const freshRotations = (s: SessionRecord, now: number, policy: SessionPolicy): Rotation[] =>
+  (s.rotations ?? []).filter((r) => now - r.at <= policy.reuseGraceMs)
 
 /**
  * The session without the sealed successors whose grace has run out (undefined: none to drop).
@@ -160,9 +146,8 @@ function freshRotations(s: SessionRecord, now: number, policy: SessionPolicy): R
  */
 export function withoutStaleSeals(s: SessionRecord, now: number, policy: SessionPolicy): SessionRecord | undefined {
   const kept = freshRotations(s, now, policy)
-  if (s.sealedSuccessor === undefined && kept.length === (s.rotations?.length ?? 0)) return undefined
-  const { sealedSuccessor: _older, ...rest } = s
-  return { ...rest, rotations: kept }
+  if (kept.length === (s.rotations?.length ?? 0)) return undefined
+  return { ...s, rotations: kept }
 }
 
 /** Sessions the sweep looks at per step; each step is one short synchronous stretch. */
@@ -180,7 +165,7 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 /**
  * Deletes sessions past their idle or absolute expiry, drops the sealed successors of live ones
  * once their grace has run out, and, given `maxPerUser`, ends the live sessions of a user beyond
- * it, oldest last use first (a store from before the max); returns how many sessions were
+ * it, oldest last use first (sessions.max_per_user lowered since they began); returns how many sessions were
  * deleted. It walks the sessions index a bounded chunk at a time, with one write per chunk and a
  * turn of the event loop between chunks: a store of 100 000 sessions never holds the daemon's
  * requests for more than one chunk's work. Only the sessions that hold seals are read whole.

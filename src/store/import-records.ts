@@ -69,11 +69,10 @@ const SESSION: Record<string, (v: unknown) => boolean> = {
   refreshHash: isKey,
   previousHash: orNull(isKey),
   rotatedAt: orNull(isNumber),
-  sealedSuccessor: optional(isString),
   generation: isCount,
-  familyHash: optional(isKey),
+  familyHash: isKey,
   rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isKey(r.hash) && isNumber(r.at) && isString(r.sealed))),
-  amr: optional(isStrings),
+  amr: isStrings,
 }
 
 const KEY: Record<string, (v: unknown) => boolean> = {
@@ -158,7 +157,7 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (field !== undefined) throw bad(`a session whose ${field} is missing or invalid`)
         const session = s as unknown as SessionRecord
         if (sessionIds.has(session.id)) throw bad(`a second session with the id ${session.id}`)
-        for (const h of [session.refreshHash, ...earlierTokenHashes(session), ...(session.familyHash === undefined ? [] : [session.familyHash])]) {
+        for (const h of [session.refreshHash, ...earlierTokenHashes(session), session.familyHash]) {
           const owner = tokenHashes.get(h)
           if (owner !== undefined && owner !== session.id) throw bad(`a session sharing a refresh-token hash with the session ${owner}`)
           tokenHashes.set(h, session.id)

@@ -31,10 +31,7 @@ import {
   type UserRecord,
 } from './store.js'
 
-/**
- * refresh-token hashes indexed per session; older tokens are found through their family (a token
- * of a session from an older version, which has none, is then simply unknown)
- */
+/** refresh-token hashes indexed per session; older tokens are found through their family */
 const REFRESH_HISTORY = 32
 // LMDB refuses keys over 1978 bytes (and throws synchronously); emails are checked well below
 const MAX_KEY_BYTES = 1000
@@ -52,11 +49,11 @@ const AUDIT_SWEEP_CHUNK = 1024
 const AUDIT_CLOCK_SLACK_MS = 60_000
 
 type Key = string | (string | number)[]
-const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
+const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0
 type IndexTimes = [createdAt: number, lastUsedAt: number, expiresAt: number, sealed: 0 | 1]
 /**
- * At most this many sessions end in one login's write: only a user far beyond the max (a store
- * from before the max) has more to lose, and deleting them all at once held the event loop for
+ * At most this many sessions end in one login's write: only a user far beyond the max (one
+ * lowered since) has more to lose, and deleting them all at once held the event loop for
  * seconds (100 000: 3.6 s); the sweep trims the rest in chunks.
  */
 const EVICT_PER_WRITE = 256
@@ -128,7 +125,8 @@ function refuseForeignFile(file: string): void {
 /**
  * The store's files hold password hashes and private keys: owner-only whatever the umask. LMDB
  * creates them with 0644 under the usual umask 022 and keeps the mode of an existing file, so
- * they are made here first, 0600, and an existing one (of an older authd) is set to 0600.
+ * they are made here first, 0600, and an existing one (made under another umask, or copied in)
+ * is set to 0600.
  */
 const STORE_FILES = ['data.mdb', 'lock.mdb']
 
@@ -199,8 +197,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const emails = db<string>('emails')
   const sessions = db<SessionRecord>('sessions')
   // [userId, sessionId] → [createdAt, lastUsedAt, expiresAt, sealed] of the session, kept in step
-  // with its record (older versions wrote `true`: such an entry is read through the record)
-  const userSessions = db<IndexTimes | true>('user_sessions')
+  // with its record
+  const userSessions = db<IndexTimes>('user_sessions')
   const refresh = db<string>('refresh')
   const sessionTokens = db<string>('session_tokens')
   const keys = db<KeyRecord>('keys')
@@ -277,8 +275,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   // inside a write transaction: index a session's token family. Its entry sits with the token
   // entries, under generation -1, so deleteSessionTx's range removes it with them
   const putFamily = (s: SessionRecord): void => {
-    refresh.put(s.familyHash!, s.id)
-    sessionTokens.put([s.id, -1], s.familyHash!)
+    refresh.put(s.familyHash, s.id)
+    sessionTokens.put([s.id, -1], s.familyHash)
   }
   // inside a write transaction: write a session's record and its entry in the per-user index
   const putSessionTx = (s: SessionRecord): void => {
@@ -290,14 +288,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     putSessionTx(s)
     refresh.put(s.refreshHash, s.id)
     sessionTokens.put([s.id, s.generation], s.refreshHash)
-    if (s.familyHash !== undefined) putFamily(s)
+    putFamily(s)
   }
-  // an index entry as a SessionEntry (an older version's entry through its record; none if gone)
-  const entryOf = (key: Key, value: IndexTimes | true): SessionEntry | undefined => {
+  // an index entry as a SessionEntry
+  const entryOf = (key: Key, value: IndexTimes): SessionEntry => {
     const [userId, id] = key as [string, string]
-    if (value !== true) return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2], sealed: value[3] === 1 }
-    const s = sessions.get(id)
-    return s === undefined ? undefined : { id, userId, createdAt: s.createdAt, lastUsedAt: s.lastUsedAt, expiresAt: s.expiresAt, sealed: hasSeals(s) }
+    return { id, userId, createdAt: value[0], lastUsedAt: value[1], expiresAt: value[2], sealed: value[3] === 1 }
   }
   const userRange = (userId: string): { start: Key; end: Key } => ({ start: [userId], end: [userId, '\uffff'] })
   // inside a write transaction: the user's live sessions beyond `limit.max - 1`, oldest last use
@@ -306,7 +302,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     const live: SessionEntry[] = []
     for (const { key, value } of userSessions.getRange(userRange(userId))) {
       const e = entryOf(key, value)
-      if (e !== undefined && limit.isLive(e)) live.push(e)
+      if (limit.isLive(e)) live.push(e)
     }
     const excess = live.length - (limit.max - 1)
     if (excess <= 0) return []
@@ -482,8 +478,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       for (const { key, value } of userSessions.getRange(range)) {
         const [u, id] = key as [string, string]
         if (after !== undefined && u === after.userId && id === after.id) continue
-        const e = entryOf(key, value)
-        if (e !== undefined) out.push(e)
+        out.push(entryOf(key, value))
         if (out.length >= limit) break
       }
       return out
@@ -511,8 +506,6 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           putSessionTx(next)
           refresh.put(next.refreshHash, next.id)
           sessionTokens.put([next.id, next.generation], next.refreshHash)
-          // a session of an older version gets its family at its first rotation
-          if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) putFamily(next)
           const old = next.generation - REFRESH_HISTORY
           if (old >= 0) {
             const h = sessionTokens.get([next.id, old])
@@ -797,8 +790,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         }
         for (const s of set.sessions) {
           addSessionTx(s)
-          // the tokens replaced within the grace are found by their own hash too (an older
-          // version's session has no family to find them by)
+          // the tokens replaced within the grace are found by their own hash too, as after a rotation
           earlierTokenHashes(s).forEach((h, i) => {
             refresh.put(h, s.id)
             sessionTokens.put([s.id, s.generation - 1 - i], h)

@@ -51,20 +51,14 @@ export interface SessionRecord {
   /** SHA-256 of the token it replaced, and when (the last rotation) */
   previousHash: string | null
   rotatedAt: number | null
-  /**
-   * Written by older versions only (read for their sessions): the live token sealed under the
-   * previous one. Now in `rotations`.
-   */
-  sealedSuccessor?: string
   /** how many times the refresh token has rotated */
   generation: number
   /**
    * SHA-256 of the session's token family: the part every refresh token of this session shares
    * (sessions.ts). Through it any token the session ever had is recognised, however old: a used
-   * one presented again ends the session. Absent on sessions of older versions until their next
-   * rotation.
+   * one presented again ends the session.
    */
-  familyHash?: string
+  familyHash: string
   /**
    * The rotations of the last `sessions.reuse_grace`, oldest first, each consecutive: the hash of
    * the token replaced, when, and its successor sealed under it (only its holder can open it).
@@ -73,9 +67,9 @@ export interface SessionRecord {
   /**
    * How the user proved who they are when the session started (RFC 8176 `amr` values, e.g.
    * `["pwd"]`, `["pwd","otp","mfa"]`): every access token of the session carries it, refreshes
-   * included. Absent on sessions of older versions: `["pwd"]`.
+   * included.
    */
-  amr?: string[]
+  amr: string[]
 }
 
 /**

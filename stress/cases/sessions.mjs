@@ -83,7 +83,9 @@ export async function run({ scale, dir, say }) {
       previousHash: null,
       rotatedAt: null,
       generation: 0,
+      familyHash: `seed-family-${dead ? 'x' : 's'}${i}`,
       rotations: [],
+      amr: ['pwd'],
     })
     for (const [count, dead] of [[live, false], [cfg.expired, true]]) {
       for (let i = 0; i < count; i += 5000) {

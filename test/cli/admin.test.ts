@@ -33,6 +33,8 @@ function session(userId: string, at: number, extra: Partial<SessionRecord> = {})
     previousHash: null,
     rotatedAt: null,
     generation: 0,
+    familyHash: hashToken(`family-${id}`),
+    amr: ['pwd'],
     ...extra,
   }
 }

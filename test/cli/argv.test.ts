@@ -26,7 +26,7 @@ t.test('authctl revokes a session whose id starts with "-" (regression: it was t
   const store = await openTestStore(t, dir)
   const id = '-dashFirstSession00000'
   const now = Date.now()
-  await store.createSession({ id, userId: ann.id, createdAt: now, lastUsedAt: now, expiresAt: now + 86_400_000, ip: '127.0.0.1', userAgent: 't', refreshHash: hashToken('x'), previousHash: null, rotatedAt: null, generation: 0 })
+  await store.createSession({ id, userId: ann.id, createdAt: now, lastUsedAt: now, expiresAt: now + 86_400_000, ip: '127.0.0.1', userAgent: 't', refreshHash: hashToken('x'), previousHash: null, rotatedAt: null, generation: 0, familyHash: hashToken('family'), amr: ['pwd'] })
   const r = await ctl(['sessions', 'revoke', id])
   t.equal(r.code, 0, r.stderr)
   t.equal(r.stdout, `Revoked session ${id} of ann@example.com.\n`)

@@ -31,7 +31,9 @@ t.test('sessions list streams a huge store: all of it, newest first, in bounded 
     previousHash: null,
     rotatedAt: null,
     generation: 0,
+    familyHash: `family${i}`,
     rotations: [],
+    amr: ['pwd'],
   })
   // LMDB commits many writes at once; PostgreSQL's pool holds a few connections, and a write
   // waiting longer than its deadline for one is refused (the database does not answer in time)

@@ -1,7 +1,8 @@
 /**
  * What `npm ci --omit=dev` installs is enough to run authd and authctl: every package the
- * sources import is a runtime dependency, and no runtime dependency is left unused (each one is
- * part of what `npm audit --omit=dev` must answer for).
+ * sources import (or require: jsonwebtoken is loaded after the listening line) is a runtime
+ * dependency, and no runtime dependency is left unused (each one is part of what
+ * `npm audit --omit=dev` must answer for).
  */
 import t from 'tap'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -23,8 +24,8 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { de
 const imported = new Map<string, string>()
 for (const file of [...sources(join(ROOT, 'src')), ...readdirSync(join(ROOT, 'bin')).map((f) => join(ROOT, 'bin', f))]) {
   const text = readFileSync(file, 'utf8')
-  for (const m of text.matchAll(/(?:^|\s)(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
-    const spec = m[1] ?? m[2]!
+  for (const m of text.matchAll(/(?:^|\s)(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/gm)) {
+    const spec = m[1] ?? m[2] ?? m[3]!
     if (spec.startsWith('.') || spec.startsWith('node:') || builtinModules.includes(spec)) continue
     imported.set(packageOf(spec), file.slice(ROOT.length + 1))
   }

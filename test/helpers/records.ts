@@ -15,6 +15,8 @@ export const session = (id: string, userId: string): SessionRecord => ({
   previousHash: null,
   rotatedAt: null,
   generation: 0,
+  familyHash: `f-${id}`,
+  amr: ['pwd'],
 })
 
 /** lmdb renews a handle's read snapshot by a timer: a read in the next turn sees every commit */

@@ -17,13 +17,10 @@ export async function openStore(t: Test): Promise<Store> {
   return store
 }
 
-/** a session created at `at`; `legacy`: as an older version made it (a token without a family) */
-export async function newSession(
-  store: Store,
-  opts: { userId?: string; id?: string; at?: number; legacy?: boolean } = {},
-): Promise<{ id: string; token: string }> {
-  const { userId = 'u1', id = `s${Math.random().toString(36).slice(2)}`, at = T0, legacy = false } = opts
-  const token = legacy ? newRefreshToken().slice(23) : newRefreshToken()
+/** a session created at `at` */
+export async function newSession(store: Store, opts: { userId?: string; id?: string; at?: number } = {}): Promise<{ id: string; token: string }> {
+  const { userId = 'u1', id = `s${Math.random().toString(36).slice(2)}`, at = T0 } = opts
+  const token = newRefreshToken()
   const s: SessionRecord = {
     id,
     userId,
@@ -36,7 +33,9 @@ export async function newSession(
     previousHash: null,
     rotatedAt: null,
     generation: 0,
-    ...(legacy ? {} : { familyHash: familyHashOf(token), rotations: [] }),
+    familyHash: familyHashOf(token),
+    rotations: [],
+    amr: ['pwd'],
   }
   await store.createSession(s)
   return { id, token }

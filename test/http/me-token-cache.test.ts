@@ -191,6 +191,8 @@ t.test(`remembers at most ${SESSIONS_REMEMBERED} sessions, and answers the same 
           previousHash: null,
           rotatedAt: null,
           generation: 0,
+          familyHash: `family-${i}`,
+          amr: ['pwd'],
         }),
       )
       headers.push(`Bearer ${tokens.sign({ sub: ann.id, email: ann.email, sid }).token}`)

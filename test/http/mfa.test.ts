@@ -392,21 +392,6 @@ t.test('amr: pwd for a password login and register; a refresh keeps the sessionâ
   t.same(claims(r.body.data.accessToken).amr, ['pwd'])
 })
 
-t.test('a session of an older version (no amr stored) refreshes as pwd', async (t) => {
-  const a = await app(t)
-  await addUser(a, 'old@example.com', PASSWORD)
-  const r = await login(a, 'old@example.com')
-  const jar = new CookieJar(REFRESH)
-  jar.take(r)
-  const sid = claims(r.body.data.accessToken).sid as string
-  await a.store.updateSession(sid, (s) => {
-    const { amr: _amr, ...rest } = s
-    return rest
-  })
-  const refreshed = await call(a.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
-  t.same(claims(refreshed.body.data.accessToken).amr, ['pwd'])
-})
-
 t.test('a stolen password alone never yields a cookie or a token', async (t) => {
   const a = await app(t)
   const { secret } = await withFactor(a, 'ann@example.com')

@@ -51,6 +51,8 @@ const session = (id: string, userId: string, extra: Partial<SessionRecord> = {})
   previousHash: null,
   rotatedAt: null,
   generation: 0,
+  familyHash: `f-${id}`,
+  amr: ['pwd'],
   ...extra,
 })
 
@@ -734,7 +736,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const first = await login(store, 's1', 'u1')
     const replaced = await rotate(store, first, T0 + 1000)
     const live = await rotate(store, replaced, T0 + 2000)
-    // an older version's session: no family, its replaced token known by its hash alone
+    // a second session, rotated by hand: its replaced token is known by its own hash too
     await store.createSession(session('s2', 'u2'))
     await store.refreshSession('h-s2', (s) => ({ action: 'rotate', session: { ...s!, refreshHash: 'h-s2b', previousHash: 'h-s2', rotatedAt: T0, generation: 1 }, result: 0 }))
     await store.ensureActiveKey(() => key('k1', 'active', T0))
@@ -808,7 +810,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.same((await target.sessionEntries({ userId: 'u2', limit: 5 })).map((e) => e.id), ['s2'])
     t.equal(await target.findSessionIdByRefreshHash(hashToken(tokens.live)), 's1')
     t.equal(await target.findSessionIdByRefreshHash('h-s2b'), 's2')
-    t.equal(await target.findSessionIdByRefreshHash('h-s2'), 's2', "an older version's replaced token, by its hash")
+    t.equal(await target.findSessionIdByRefreshHash('h-s2'), 's2', 'a replaced token, by its own hash')
     t.equal(await target.findSessionIdByRefreshHash('nope', familyHashOf(tokens.first)), 's1', 'a family')
     const read = await target.meRead(['s1'], NaN, new Set())
     t.equal(read.records.get('s1')?.user?.mfaEnabled, true)
@@ -881,6 +883,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
       ['a second user with one email', [meta, u1, { type: 'user', user: user('u2', 'ann@example.com') }], 3],
       ['a second user with one id', [meta, u1, { type: 'user', user: user('u1', 'other@example.com') }], 3],
       ['a session of a user not in the export', [meta, u1, { type: 'session', session: session('s1', 'u1') }, { type: 'session', session: session('s2', 'u9') }, u2], 4],
+      ['a session without its token family', [meta, u1, { type: 'session', session: { ...session('s1', 'u1'), familyHash: undefined } }], 3],
+      ['a session without its amr', [meta, u1, { type: 'session', session: { ...session('s1', 'u1'), amr: undefined } }], 3],
       ['a key of an unknown algorithm', [meta, u1, { type: 'key', key: { ...key('k1', 'active', T0), alg: 'HS256' } }], 3],
       ['an unknown secret', [meta, u1, { type: 'secret', name: 'other', value: 'v' }], 3],
       ['an unknown record type', [meta, u1, u2, { type: 'group', group: {} }], 4],

@@ -51,7 +51,7 @@ t.test('store files and backups created by authctl under umask 022 are 0600', as
   ownerOnly(t, dir, ['data.mdb', 'lock.mdb', 'backup.mdb'])
 })
 
-t.test('opening a store made 0644 by an older authd makes its files 0600', async (t) => {
+t.test('opening a store whose files are 0644 (made under another umask, or copied in) makes them 0600', async (t) => {
   const dir = join(t.testdir(), 'data')
   await (await openLmdbStore({ path: dir })).close()
   for (const f of ['data.mdb', 'lock.mdb']) chmodSync(join(dir, f), 0o644)

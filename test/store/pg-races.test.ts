@@ -110,6 +110,7 @@ t.test('20 concurrent refreshes of one token over three instances: one successor
     generation: 0,
     familyHash: familyHashOf(token),
     rotations: [],
+    amr: ['pwd'],
   })
   const refresh = (store: Store, now: number): Promise<RefreshOutcome> =>
     store.refreshSession(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token))
@@ -200,6 +201,7 @@ t.test('20 concurrent logins of one user over three instances with a bound of 3:
         generation: 0,
         familyHash: familyHashOf(token),
         rotations: [],
+        amr: ['pwd'],
       },
       limit,
       { events: [draft('login.success', i)], evicted: (e) => ({ ...draft('session.evict', i), sessionId: e.id }) },

@@ -92,27 +92,6 @@ t.test('reuse is detected for every token a session ever had, through its family
   t.ok(await store.getSession(other.id), 'another session untouched')
 })
 
-t.test("an older version's session (no family): reuse is detected for its last 32 tokens, and it gets a family at its next rotation", async (t) => {
-  const store = await openStore(t)
-  const { id, token } = await newSession(store, { legacy: true })
-  t.equal(familyHashOf(token), undefined)
-  const first = await refresh(store, token, T0)
-  if (first.kind !== 'rotated') throw new Error('not rotated')
-  t.match(first.token, /^[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/, 'its next token has a family')
-  t.equal(await store.findSessionIdByRefreshHash('x', familyHashOf(first.token)), id, 'indexed by it')
-
-  const legacy = await newSession(store, { userId: 'u2', legacy: true })
-  // a store of an older version: tokens without a family were indexed one by one, the last 32
-  const oldChain = [legacy.token]
-  t.equal(await store.findSessionIdByRefreshHash(hashToken(oldChain[0]!)), legacy.id)
-  const upgraded = await rotate(store, oldChain[0]!, T0)
-  for (let i = 0; i < 40; i++) oldChain.push(i === 0 ? upgraded : await rotate(store, oldChain[oldChain.length - 1]!, T0 + i))
-  t.equal((await refresh(store, oldChain[0]!, T0 + 60_000)).kind, 'unknown', 'its one family-less token, 40 rotations back, is unknown: nothing names its session')
-  t.ok(await store.getSession(legacy.id), 'and the session is left alone')
-  t.equal((await refresh(store, oldChain[1]!, T0 + 60_000)).kind, 'reuse', 'its first token with a family is recognised')
-  t.equal(await store.getSession(legacy.id), undefined)
-})
-
 t.test('revokeSession and revokeUserSessions remove the sessions and their token entries', async (t) => {
   const store = await openStore(t)
   const a = await newSession(store, { userId: 'u1' })

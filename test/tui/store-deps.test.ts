@@ -216,6 +216,8 @@ t.test('a store of 20 000 sessions: the snapshot reads the 500 most recently use
           previousHash: null,
           rotatedAt: null,
           generation: 0,
+          familyHash: `f${i + k}`,
+          amr: ['pwd'],
         }),
       ),
     )

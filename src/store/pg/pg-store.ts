@@ -62,7 +62,7 @@ const USER_LOCK = 0x61757469
 /** the advisory lock class of the making of a secret (device_key, mfa_key) */
 const SECRET_LOCK = 0x6175746a
 
-const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined
+const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0
 
 /** the URL with any password shown as `***` (Store.location) */
 export function redactUrl(url: string): string {
@@ -114,11 +114,9 @@ const REFRESH_READ = `
   WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
                 ORDER BY t.hash = $1 DESC LIMIT 1)`
 
-/** PUT_SESSION's values for a rotation from `current` to `next` */
-function rotationColumns(current: SessionRecord | undefined, next: SessionRecord): unknown[] {
+/** PUT_SESSION's values for a rotation to `next` (the family's entry stays as it is) */
+function rotationColumns(next: SessionRecord): unknown[] {
   const tokens: Array<[string, number]> = [[next.refreshHash, next.generation]]
-  // a session of an older version gets its family at its first rotation
-  if (next.familyHash !== undefined && next.familyHash !== current?.familyHash) tokens.push([next.familyHash, -1])
   const old = next.generation - REFRESH_HISTORY
   return [...sessionColumns(next), tokens.map((t) => t[0]), tokens.map((t) => t[1]), old >= 0 ? old : -2]
 }
@@ -307,9 +305,10 @@ function evictionsOf(entries: SessionEntry[], limit: SessionLimit): SessionEntry
 
 /** a new session's token entries (its hash, and its family's), as PUT_SESSION's $8 and $9 */
 function newSessionTokens(s: SessionRecord): [string[], number[]] {
-  const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
-  if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
-  return [tokens.map((t) => t[0]), tokens.map((t) => t[1])]
+  return [
+    [s.refreshHash, s.familyHash],
+    [s.generation, -1],
+  ]
 }
 
 /** createSession's events: the caller's, then one per evicted session */
@@ -382,7 +381,7 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       const current = rows[0]?.record
       const d = decide(current, rows[0]?.user ?? undefined)
       if (d.action === 'rotate') {
-        await sql.query(PUT_SESSION, rotationColumns(current, d.session))
+        await sql.query(PUT_SESSION, rotationColumns(d.session))
       } else if (d.action === 'revoke' && current !== undefined) {
         await sql.query(`DELETE FROM authd_sessions WHERE id = $1`, [current.id])
       }
@@ -498,7 +497,7 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       if ((d.audit ?? []).length === 0) {
         if (d.action === 'none' || (d.action === 'revoke' && seen === undefined)) return d.result
         if (d.action === 'rotate' && seen !== undefined && d.session.id === seen.record.id) {
-          const [{ n }] = await db.query<{ n: number }>(ROTATE_IF_UNCHANGED, [...rotationColumns(seen.record, d.session), seen.v])
+          const [{ n }] = await db.query<{ n: number }>(ROTATE_IF_UNCHANGED, [...rotationColumns(d.session), seen.v])
           if (n === 1) return d.result
         }
       }

@@ -72,7 +72,7 @@ async function* pages<R extends Record<string, unknown>>(conn: Sql, table: strin
 function tokensOf(s: SessionRecord): Array<[string, number]> {
   const tokens: Array<[string, number]> = [[s.refreshHash, s.generation]]
   earlierTokenHashes(s).forEach((h, i) => tokens.push([h, s.generation - 1 - i]))
-  if (s.familyHash !== undefined) tokens.push([s.familyHash, -1])
+  tokens.push([s.familyHash, -1])
   return tokens
 }
 
@@ -125,7 +125,7 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Pr
           batch.map((s) => s.createdAt),
           batch.map((s) => s.lastUsedAt),
           batch.map((s) => s.expiresAt),
-          batch.map((s) => (s.rotations?.length ?? 0) > 0 || s.sealedSuccessor !== undefined),
+          batch.map((s) => (s.rotations?.length ?? 0) > 0),
           batch.map((s) => JSON.stringify(s)),
         ],
       )
