@@ -14,6 +14,7 @@ import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { request } from 'undici'
+import { inject, type Response } from 'light-my-request'
 import type { Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
 import type { Config } from '../../src/config/types.js'
@@ -208,9 +209,20 @@ export interface Reply {
   text: string
 }
 
-/** One HTTP request over a real socket; JSON bodies are sent with the JSON content type */
+/**
+ * Where call() sends a request: a URL, over a real socket (undici); or an app, injected into its
+ * handler (light-my-request), for a test whose subject is the route and not the socket.
+ */
+export type Target = string | Pick<Services, 'handler'>
+
+/**
+ * One HTTP request; JSON bodies are sent with the JSON content type. Injected, the request is the
+ * one undici sends (no user-agent unless given, the client at 127.0.0.1) and the reply's headers
+ * are the ones the socket would carry (read from the head node writes: content-length, date;
+ * a header sent once is a string, one sent several times an array).
+ */
 export async function call(
-  url: string,
+  target: Target,
   method: string,
   path: string,
   opts: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
@@ -221,15 +233,60 @@ export async function call(
     body = JSON.stringify(opts.json)
     headers['content-type'] ??= 'application/json'
   }
-  const res = await request(url + path, { method: method as 'GET', headers, body })
-  const text = await res.body.text()
+  let status: number
+  let replyHeaders: Reply['headers']
+  let text: string
+  if (typeof target === 'string') {
+    const res = await request(target + path, { method: method as 'GET', headers, body })
+    status = res.statusCode
+    replyHeaders = res.headers
+    text = await res.body.text()
+  } else {
+    const res = await inject(asFromUndici(target.handler), { method: method as 'GET', url: path, headers: { 'user-agent': undefined, ...headers }, payload: body })
+    status = res.statusCode
+    replyHeaders = wireHeaders(res)
+    text = res.payload
+  }
   let parsed: unknown = undefined
   try {
     parsed = JSON.parse(text)
   } catch {
     parsed = undefined
   }
-  return { status: res.statusCode, headers: res.headers, body: parsed, text }
+  return { status, headers: replyHeaders, body: parsed, text }
+}
+
+/** light-my-request always names a user agent: a header left undefined is dropped, as undici sends none */
+function asFromUndici(handler: Services['handler']): Services['handler'] {
+  return (req, res) => {
+    if (req.headers['user-agent'] === undefined) {
+      delete req.headers['user-agent']
+      const raw = req.rawHeaders
+      for (let i = 0; i < raw.length; i += 2) {
+        if (raw[i + 1] === undefined) {
+          raw.splice(i, 2)
+          i -= 2
+        }
+      }
+    }
+    return handler(req, res)
+  }
+}
+
+/** The reply's headers as a client reads them off the socket: parsed from the head node wrote. */
+function wireHeaders(res: Response): Reply['headers'] {
+  const head = (res.raw.res as unknown as { _header?: string })._header
+  if (typeof head !== 'string') throw new Error('the handler replied without a head')
+  const out: Record<string, string | string[]> = {}
+  for (const line of head.split('\r\n').slice(1)) {
+    const i = line.indexOf(':')
+    if (i <= 0) continue
+    const name = line.slice(0, i).toLowerCase()
+    const value = line.slice(i + 1).trim()
+    const had = out[name]
+    out[name] = had === undefined ? value : Array.isArray(had) ? [...had, value] : [had, value]
+  }
+  return out
 }
 
 /** A minimal cookie jar for the refresh cookie: remembers the last value set (or cleared) */
