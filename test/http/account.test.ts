@@ -1,5 +1,5 @@
 /**
- * A signed-in user's own account (README, "Your own account"),, injected into the handler, real argon2
+ * A signed-in user's own account (README, "Your own account"), injected into the handler, real argon2
  * and a real LMDB store: POST /api/auth/password (every status and message, the login limits it
  * shares with login, the other sessions ended and the caller's kept), GET /api/auth/sessions and
  * DELETE /api/auth/sessions/:id. Client addresses are simulated through a trusted proxy.
