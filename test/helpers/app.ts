@@ -1,6 +1,7 @@
 /**
  * Builds authd on a temp store for tests: in-process services (inject or a real socket on
- * port 0), or the real daemon as a child process. Every resource is torn down with the test.
+ * port 0); the real daemon as a child process is daemon.ts's. Every resource is torn down with
+ * the test.
  *
  * The store is LMDB in the test's directory, or with TEST_STORE_BACKEND=postgres (the `pg` part
  * of test/suite.mjs) a fresh PostgreSQL database bound to that directory: every app, daemon and
@@ -8,8 +9,6 @@
  * test written against a data directory runs unchanged on either backend. A test about LMDB
  * itself says so with lmdbOnly().
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
@@ -306,66 +305,5 @@ export class CookieJar {
       const value = c.slice(this.name.length + 1).split(';')[0]!
       this.value = /Max-Age=0/i.test(c) || value === '' ? undefined : value
     }
-  }
-}
-
-export interface Daemon {
-  url: string
-  port: number
-  proc: ChildProcess
-  output(): string
-  /** kill -9 */
-  crash(): Promise<void>
-  /** SIGTERM and wait for the exit code */
-  stop(): Promise<number | null>
-}
-
-/** Runs the real `authd start` (built dist/) as a child process on port 0 */
-export async function spawnDaemon(t: T, dir: string, env: Record<string, string> = {}, args: string[] = []): Promise<Daemon> {
-  // on PostgreSQL nothing makes the data directory, the daemon's working directory
-  if (ON_PG) mkdirSync(dir, { recursive: true })
-  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0', ...args], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(env.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir) : {}), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
-  t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL')
-      await exited
-    }
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`authd did not start:\n${out}`)), 15_000)
-    const check = (): void => {
-      const m = /"port":(\d+)/.exec(out)
-      if (m !== null) {
-        clearTimeout(timer)
-        resolve(Number(m[1]))
-      }
-    }
-    proc.stdout!.on('data', check)
-    proc.once('exit', () => {
-      clearTimeout(timer)
-      reject(new Error(`authd exited before listening:\n${out}`))
-    })
-  })
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    proc,
-    output: () => out,
-    crash: async () => {
-      proc.kill('SIGKILL')
-      await exited
-    },
-    stop: async () => {
-      proc.kill('SIGTERM')
-      return exited
-    },
   }
 }

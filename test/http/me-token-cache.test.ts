@@ -6,7 +6,8 @@
  */
 // The end-to-end test runs the real daemon (a socket) because authctl, another process, makes the change.
 import t, { type Test } from 'tap'
-import { addUser, buildApp, call, openTestStore, spawnDaemon, type Reply, type Target } from '../helpers/app.js'
+import { addUser, buildApp, call, openTestStore, type Reply, type Target } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { decode } from '../helpers/jwt.js'
 import { runCtl } from '../cli/run.js'
 import { createAccessTokens } from '../../src/core/access-tokens.js'

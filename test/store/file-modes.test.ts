@@ -7,7 +7,8 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { call, spawnDaemon } from '../helpers/app.js'
+import { call } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { ownerOnly } from '../helpers/file-modes.js'
 import { ctlFor, PASSWORD } from '../cli/run.js'
 
