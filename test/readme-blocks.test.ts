@@ -26,7 +26,7 @@ import { join } from 'node:path'
 import { Secret, TOTP } from 'otpauth'
 import t, { type Test } from 'tap'
 import { AUTHD_BIN, ROOT } from './helpers/app.js'
-import { freePort } from './clients/daemon.js'
+import { freePort } from './helpers/daemon.js'
 import { installed } from './deploy/files.js'
 
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')

@@ -35,11 +35,11 @@ export const SLOW = [
 ]
 
 /**
- * The tests of the outside of authd (HTTP and authctl), which run on each backend: once on LMDB
- * in the fast or slow part, once more on PostgreSQL in the pg part. A test in them about LMDB
- * itself skips there, saying why (lmdbOnly in test/helpers/app.ts).
+ * The tests of the outside of authd (HTTP and authctl, and authctl's operations in core/admin.ts),
+ * which run on each backend: once on LMDB in the fast or slow part, once more on PostgreSQL in the
+ * pg part. A test in them about LMDB itself skips there, saying why (lmdbOnly in test/helpers/app.ts).
  */
-export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts']
+export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts', 'test/core/admin.test.ts']
 
 const argv = process.argv.slice(2)
 // the parts named first, in order (`slow pg`: the slow part, then the pg part); then tap's arguments

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { call, lmdbOnly, spawnDaemon } from '../helpers/app.js'
+import { call, lmdbOnly } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { ctlFor, PASSWORD } from './run.js'
 
 // the daemon serves a stream of logins from one address during the backup
@@ -14,7 +15,7 @@ t.test('a backup taken while the daemon serves logins restores to a store where 
   const base = t.testdir()
   const live = join(base, 'live')
   mkdirSync(live, { mode: 0o700 })
-  const daemon = await spawnDaemon(t, live, ENV)
+  const daemon = await spawnDaemon(t, live, { env: ENV })
   const ctl = ctlFor(live)
   const emails = ['ann@example.com', 'bob@example.com', 'cat@example.com']
   const tokens = new Map<string, string>()
@@ -58,7 +59,7 @@ t.test('a backup taken while the daemon serves logins restores to a store where 
   const restored = join(base, 'restored')
   mkdirSync(restored, { mode: 0o700 })
   copyFileSync(file, join(restored, 'data.mdb'))
-  const second = await spawnDaemon(t, restored, ENV)
+  const second = await spawnDaemon(t, restored, { env: ENV })
   for (const email of emails) {
     const r = await call(second.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
     t.equal(r.status, 200, `${email} logs in on the restored store`)

@@ -3,7 +3,8 @@
  * change it makes reaches the daemon within a second, without a restart.
  */
 import t from 'tap'
-import { call, CookieJar, spawnDaemon, type Reply } from '../helpers/app.js'
+import { call, CookieJar, type Reply } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { ctlFor, PASSWORD, until } from './run.js'
 
 const COOKIE = '__Host-authd_rt'

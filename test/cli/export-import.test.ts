@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { call, CookieJar, ON_PG, spawnDaemon, storeLocation, TEST_BACKEND, type Reply } from '../helpers/app.js'
+import { call, CookieJar, ON_PG, storeLocation, TEST_BACKEND, type Reply } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { pgDatabase } from '../helpers/pg.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
 
@@ -124,7 +125,7 @@ t.test('one VM to several: exported from LMDB, imported into PostgreSQL, tokens 
   t.same((await pg(['audit', 'verify', '--json'])).json().ok, true)
   t.equal((await pg(['import', file])).code, 1, 'a second import is refused: the database has users now')
 
-  const moved = await spawnDaemon(t, base, PG)
+  const moved = await spawnDaemon(t, base, { env: PG })
   for (const [name, s] of [['ann', ann], ['bob', bob]] as const) {
     const me = await call(moved.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
     t.equal(me.status, 200, `${name}'s access token from before the move verifies`)

@@ -3,7 +3,8 @@
  * the store; a running daemon (the real `authd start` from dist/) clears the limits within 1 s.
  */
 import t from 'tap'
-import { call, spawnDaemon } from '../helpers/app.js'
+import { call } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { ctlFor, PASSWORD, until } from './run.js'
 
 t.test('limits clear: a spent email or address signs in again within a second, in a running daemon', async (t) => {
@@ -14,7 +15,7 @@ t.test('limits clear: a spent email or address signs in again within a second, i
     AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/1h',
     AUTHD_RATE_LIMIT_LOGIN_PER_IP: '100/1h',
   }
-  const daemon = await spawnDaemon(t, dir, env)
+  const daemon = await spawnDaemon(t, dir, { env })
   const ctl = ctlFor(dir)
   t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   const login = (email: string, password: string, ip: string) =>

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describeNetworkError, runSmoke, SMOKE_STEP_NAMES, type SmokeStep } from '../../src/cli/smoke-steps.js'
-import { spawnDaemon } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { ctlFor, PASSWORD } from './run.js'
 
 const STEP_LINE = /^(ok|FAIL|skip) +(\d) (\S+) +(GET|POST) (\S+) +(\d{3}|-) +(\d+ ms|-)/

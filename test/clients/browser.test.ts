@@ -22,7 +22,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 import { HOTP, Secret, URI } from 'otpauth'
 import { call } from '../helpers/app.js'
 import { decode } from '../helpers/jwt.js'
-import { startAuthd } from './daemon.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 const COOKIE = 'authd_rt' // the --dev cookie name
@@ -151,7 +151,7 @@ const skip = existsSync(CHROMIUM) ? false : `Chromium is not installed at ${CHRO
 t.test('a page on an allowed origin logs in, restores the session from the HttpOnly cookie after a reload, and logs out', { skip }, async (t) => {
   const dir = t.testdir()
   const appOrigin = await startAppServer(t)
-  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
+  const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
   t.equal(reg.status, 201, 'the user exists')
 
@@ -210,7 +210,7 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
   const dir = t.testdir()
   const appOrigin = await startAppServer(t)
   // a real misconfiguration: the app moved, the config still lists the old origin
-  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: 'https://app.example.com' } })
+  const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: 'https://app.example.com' } })
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
   t.equal(reg.status, 201)
   const cookieValue = /authd_rt=([^;]+)/.exec(String(reg.headers['set-cookie']))![1]!
@@ -258,7 +258,7 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
 t.test('a planted second refresh cookie: the browser sends both, authd touches nothing and clears nothing', { skip }, async (t) => {
   const dir = t.testdir()
   const appOrigin = await startAppServer(t)
-  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
+  const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
   t.equal((await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })).status, 201)
   const { context, page } = await launch(t, join(dir, 'profile'))
   await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
@@ -289,7 +289,7 @@ const appCode = (secret: string, steps = 0): string =>
 t.test('a page signs in with a password and a TOTP code, restores the session after a reload, and signs out', { skip }, async (t) => {
   const dir = t.testdir()
   const appOrigin = await startAppServer(t)
-  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
+  const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
   t.equal(reg.status, 201, 'the user exists')
   // the user turns the factor on: setup, the app scans the otpauth URL, confirm with its code

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { call } from '../helpers/app.js'
-import { startAuthd } from './daemon.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
 
@@ -50,7 +50,7 @@ t.test("the README's curl examples run as written: log in, who am I, refresh, lo
   t.match(script, /^AUTHD=\$\{AUTHD:-http:\/\/127\.0\.0\.1:8080\}/, 'its first line takes the address from $AUTHD, defaulting to the default listen address')
 
   const dir = t.testdir()
-  const authd = await startAuthd(t, join(dir, 'data'), { args: ['--dev'] })
+  const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'] })
   // the user the examples log in as (the README's Quick start creates it the same way)
   const creds = /-d '(\{"email":"[^"]+","password":"[^"]+"\})'/.exec(script)
   t.ok(creds, 'the block logs in with literal credentials')

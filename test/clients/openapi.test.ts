@@ -16,7 +16,7 @@ import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, startServer, type Reply } from '../helpers/app.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { switchable } from '../helpers/unavailable-store.js'
-import { startAuthd } from './daemon.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 type Obj = Record<string, any>
 
@@ -199,7 +199,7 @@ t.test('the documented messages are exactly the error registry (plus the server-
 
 t.test('real responses of the running daemon match the description, endpoint by endpoint', async (t) => {
   const dir = t.testdir()
-  const authd = await startAuthd(t, join(dir, 'a'), {
+  const authd = await spawnDaemon(t, join(dir, 'a'), {
     env: {
       AUTHD_CORS_ORIGINS: ORIGIN,
       AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/1m',
@@ -420,7 +420,7 @@ t.test('real responses of the running daemon match the description, endpoint by 
   checkAny(t, 'MalformedRequest', huge, 'headers over 16 KiB')
 
   // with registration and metrics turned off
-  const closed = await startAuthd(t, join(dir, 'b'), { env: { AUTHD_REGISTRATION_ENABLED: 'false', AUTHD_METRICS_ENABLED: 'false' } })
+  const closed = await spawnDaemon(t, join(dir, 'b'), { env: { AUTHD_REGISTRATION_ENABLED: 'false', AUTHD_METRICS_ENABLED: 'false' } })
   const disabled = check(t, 'POST', '/api/auth/register', await call(closed.url, 'POST', '/api/auth/register', json({ email: 'd@example.com', password: PASSWORD })))
   t.same([disabled.status, disabled.body.message], [403, 'Registration is disabled'])
   t.equal(check(t, 'GET', '/metrics', await call(closed.url, 'GET', '/metrics')).status, 404)

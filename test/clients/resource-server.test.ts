@@ -16,7 +16,7 @@ import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { KeyRecord } from '../../src/store/store.js'
 import { AUTHCTL_BIN, call, type Reply } from '../helpers/app.js'
 import { craft, craftHs256, b64url, decode, signer } from '../helpers/jwt.js'
-import { startAuthd } from './daemon.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/resource-server.mjs', import.meta.url))
 // the example's cooldown between JWKS fetches, and authctl's tokens.key_lead, longer (as 5 m is than 5 s)
@@ -61,7 +61,7 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
   const dir = join(t.testdir(), 'data')
   // many sign-ins in a row below: the login limits are raised for them
   const many = '1000/1m'
-  const authd = await startAuthd(t, dir, {
+  const authd = await spawnDaemon(t, dir, {
     env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: many, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: many, AUTHD_RATE_LIMIT_LOGIN_PER_IP: many, AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: many },
   })
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'rs@example.com', password: 'correct horse battery staple' } })
@@ -160,7 +160,7 @@ t.test('the example resource server verifies authd tokens offline, refuses forge
 
 t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mfa (crafted, then real ones of TOTP and recovery-code sign-ins), and asks the others to step up', async (t) => {
   const dir = join(t.testdir(), 'data')
-  const authd = await startAuthd(t, dir)
+  const authd = await spawnDaemon(t, dir)
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'mfa-rs@example.com', password: 'correct horse battery staple' } })
   t.equal(reg.status, 201)
   const passwordOnly = reg.body.data.accessToken as string

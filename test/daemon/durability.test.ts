@@ -5,7 +5,8 @@
  */
 import t from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { call, spawnDaemon, type Reply } from '../helpers/app.js'
+import { call, type Reply } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { decode } from '../helpers/jwt.js'
 
 const PASSWORD = 'vermilion-otter-42'
@@ -40,7 +41,7 @@ const signed = (email: string, r: Reply): Signed => ({
 
 t.test('keeps every acknowledged write across kill -9 and a restart', async (t) => {
   const dir = t.testdir()
-  const first = await spawnDaemon(t, dir, ENV)
+  const first = await spawnDaemon(t, dir, { env: ENV })
 
   const emails = Array.from({ length: 8 }, (_, i) => `user${i}@example.com`)
   const registered = await Promise.all(
@@ -82,7 +83,7 @@ t.test('keeps every acknowledged write across kill -9 and a restart', async (t) 
     await store.close()
   }
 
-  const second = await spawnDaemon(t, dir, ENV)
+  const second = await spawnDaemon(t, dir, { env: ENV })
   for (const s of [...registered, ...loggedIn.slice(1), lastSession]) {
     const me = await call(second.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
     t.same(me.body, { success: true, data: { id: s.userId, email: s.email, mfaEnabled: false } }, `${s.email}: an access token from before the crash still works (keys and session kept)`)

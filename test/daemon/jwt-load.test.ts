@@ -7,7 +7,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { call, spawnDaemon } from '../helpers/app.js'
+import { call } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 const HOOK = `
 const Module = require('node:module')
@@ -32,7 +33,7 @@ t.test('authd loads jsonwebtoken after it listens and before it reads the first 
   writeFileSync(hook, HOOK)
   const data = join(dir, 'data')
   mkdirSync(data)
-  const d = await spawnDaemon(t, data, { NODE_OPTIONS: `--require ${hook}`, JWT_LOAD_LOG: log })
+  const d = await spawnDaemon(t, data, { env: { NODE_OPTIONS: `--require ${hook}`, JWT_LOAD_LOG: log } })
   t.equal((await call(d.url, 'GET', '/healthz')).status, 200)
   t.same(JSON.parse(readFileSync(log, 'utf8')), { listening: false, request: true }, 'not loaded when listening; loaded by the first request (which needs no token)')
   t.equal(await d.stop(), 0)

@@ -4,7 +4,8 @@
  */
 import { connect } from 'node:net'
 import t from 'tap'
-import { call, spawnDaemon, type Daemon } from '../helpers/app.js'
+import { call } from '../helpers/app.js'
+import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 
 const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))])

@@ -4,7 +4,8 @@
  * same data directory the ended session stays ended. Runs the built daemon (npm run build).
  */
 import t from 'tap'
-import { call, CookieJar, spawnDaemon, type Daemon, type Reply } from '../helpers/app.js'
+import { call, CookieJar, type Reply } from '../helpers/app.js'
+import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 
 const PASSWORD = 'juniper-badger-83'
 const COOKIE = '__Host-authd_rt'
@@ -61,7 +62,7 @@ t.test('a logged-out refresh token is still refused after kill -9 and a restart'
 t.test('logout {"all":true} and a detected reuse also survive kill -9', async (t) => {
   const dir = t.testdir()
   // no reuse grace, so RT0 presented again at once is a reuse (with one it would get the live token)
-  const first = await spawnDaemon(t, dir, { AUTHD_SESSIONS_REUSE_GRACE: '0s' })
+  const first = await spawnDaemon(t, dir, { env: { AUTHD_SESSIONS_REUSE_GRACE: '0s' } })
   t.equal((await call(first.url, 'POST', '/api/auth/register', { json: { email: 'eli@example.com', password: PASSWORD } })).status, 201)
   t.equal((await call(first.url, 'POST', '/api/auth/register', { json: { email: 'fay@example.com', password: PASSWORD } })).status, 201)
   const e1 = await login(first, 'eli@example.com')

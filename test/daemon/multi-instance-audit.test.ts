@@ -8,7 +8,8 @@ import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { call, spawnDaemon, type Daemon } from '../helpers/app.js'
+import { call } from '../helpers/app.js'
+import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 import { pgDatabase } from '../helpers/pg.js'
 import { runCtl, PASSWORD } from '../cli/run.js'
 
@@ -28,7 +29,7 @@ const ROOMY = {
 async function three(t: Test, url: string): Promise<Daemon[]> {
   const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'authd-multi-audit-')))
   t.teardown(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
-  return Promise.all(dirs.map((d) => spawnDaemon(t, d, { ...pgEnv(url), ...ROOMY })))
+  return Promise.all(dirs.map((d) => spawnDaemon(t, d, { env: { ...pgEnv(url), ...ROOMY } })))
 }
 
 const USERS = 24

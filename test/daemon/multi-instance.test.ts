@@ -7,7 +7,7 @@ import t, { type Test } from 'tap'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { spawnDaemon, type Daemon } from '../helpers/app.js'
+import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 import { pgDatabase, ownPgServer } from '../helpers/pg.js'
 import { runCtl, until, PASSWORD } from '../cli/run.js'
 
@@ -53,7 +53,7 @@ async function three(t: Test, url: string, extra: Record<string, string> = {}): 
   const dirs = [0, 1, 2].map(() => mkdtempSync(join(tmpdir(), 'authd-multi-')))
   t.teardown(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
   // started together: the first start on an empty database races to create the schema and key
-  return Promise.all(dirs.map((d) => spawnDaemon(t, d, { ...pgEnv(url), ...extra })))
+  return Promise.all(dirs.map((d) => spawnDaemon(t, d, { env: { ...pgEnv(url), ...extra } })))
 }
 
 function ctl(url: string, args: string[], input?: string) {

@@ -3,14 +3,15 @@
  * processes allowed to open the file (mode 0660: the proxy's group) reach it, and X-Forwarded-For
  * arriving over it is believed (README, Deploy on a VM).
  */
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import t from 'tap'
 import type { Test } from 'tap'
-import { AUTHD_BIN, buildApp } from '../helpers/app.js'
+import { buildApp } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { listen } from '../../src/daemon/server.js'
 
 interface Answer {
@@ -107,26 +108,14 @@ t.test('a stale socket file from a crash is replaced; a live one or another file
 t.test('authd start with server.socket: the log line names the socket, readyz answers, SIGTERM removes it', async (t) => {
   const dir = t.testdir()
   const path = join(shortDir(t), 'run.sock')
-  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', join(dir, 'data')], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTHD_SERVER_SOCKET: path },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  proc.stdout.on('data', (c: Buffer) => (out += c.toString()))
-  proc.stderr.on('data', (c: Buffer) => (out += c.toString()))
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-  })
-  for (let i = 0; i < 300 && !out.includes('"event":"listening"') && proc.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
+  const d = await spawnDaemon(t, join(dir, 'data'), { socket: path, cwd: dir })
+  const out = d.output()
   t.match(out, /"event":"listening"/, out)
   const line = JSON.parse(out.split('\n').find((l) => l.includes('"event":"listening"'))!) as Record<string, unknown>
   t.equal(line.msg, `authd listening on unix:${path}`)
   t.equal(line.socket, path)
   t.equal(lstatSync(path).mode & 0o777, 0o660)
   t.same((await over(path, 'GET', '/readyz')).body, { success: true, data: { status: 'ready' } })
-  proc.kill('SIGTERM')
-  t.equal(await exited, 0)
+  t.equal(await d.stop(), 0)
   t.notOk(existsSync(path), 'removed at shutdown')
 })

@@ -9,7 +9,7 @@ import { createMetrics, loginMetric } from '../../src/http/metrics.js'
 import type { LoginOutcome } from '../../src/core/auth-service.js'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import { call, CookieJar, ROOT } from '../helpers/app.js'
-import { startAuthd } from '../clients/daemon.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 
 const doc = readFileSync(join(ROOT, 'docs/observability.md'), 'utf8')
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
@@ -99,7 +99,7 @@ t.test("a real daemon's log lines are the documented ones, field by field, and c
     ]),
   )
   const dir = join(t.testdir(), 'data')
-  const authd = await startAuthd(t, dir, {
+  const authd = await spawnDaemon(t, dir, {
     env: { AUTHD_SESSIONS_REUSE_GRACE: '0s', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/1m', AUTHD_RATE_LIMIT_REGISTER_PER_IP: '2/1m' },
   })
   const password = 'correct horse battery staple'

@@ -15,6 +15,7 @@ import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
 import { AUTHCTL_BIN, AUTHD_BIN, ROOT } from '../helpers/app.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 import { configFile, readUnit, readVmConfig, value } from './files.js'
 
 const run = promisify(execFile)
@@ -220,27 +221,8 @@ function overSocket(socketPath: string, method: string, path: string, headers: R
 }
 
 /** `authd start --config config/auth.toml` as the unit runs it, its socket moved to `socket` */
-async function startOnSocket(t: Test, data: string, socket: string): Promise<{ output(): string; stop(): Promise<number | null> }> {
-  mkdirSync(data, { recursive: true, mode: 0o700 })
-  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--config', configFile('auth.toml'), '--data', data], {
-    cwd: data,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, AUTHD_SERVER_SOCKET: socket },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
-  t.teardown(() => {
-    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL')
-  })
-  for (let i = 0; i < 300 && !out.includes('"event":"listening"') && proc.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50))
-  if (!out.includes(`"socket":${JSON.stringify(socket)}`)) throw new Error(`authd did not listen on ${socket}:\n${out}`)
-  return {
-    output: () => out,
-    stop: async () => {
-      proc.kill('SIGTERM')
-      return exited
-    },
-  }
+async function startOnSocket(t: Test, data: string, socket: string): Promise<Daemon> {
+  const d = await spawnDaemon(t, data, { socket, args: ['--config', configFile('auth.toml')] })
+  if (d.url !== `unix:${socket}`) throw new Error(`authd did not listen on ${socket}:\n${d.output()}`)
+  return d
 }

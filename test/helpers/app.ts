@@ -1,6 +1,7 @@
 /**
  * Builds authd on a temp store for tests: in-process services (inject or a real socket on
- * port 0), or the real daemon as a child process. Every resource is torn down with the test.
+ * port 0); the real daemon as a child process is daemon.ts's. Every resource is torn down with
+ * the test.
  *
  * The store is LMDB in the test's directory, or with TEST_STORE_BACKEND=postgres (the `pg` part
  * of test/suite.mjs) a fresh PostgreSQL database bound to that directory: every app, daemon and
@@ -8,13 +9,12 @@
  * test written against a data directory runs unchanged on either backend. A test about LMDB
  * itself says so with lmdbOnly().
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
+import { inject, type Response } from 'light-my-request'
 import type { Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
 import type { Config } from '../../src/config/types.js'
@@ -214,9 +214,19 @@ export interface Reply {
   text: string
 }
 
-/** One HTTP request over a real socket; JSON bodies are sent with the JSON content type */
+/**
+ * Where call() sends a request: a URL, over a real socket (undici); or an app, injected into its
+ * handler (light-my-request), for a test whose subject is the route and not the socket.
+ */
+export type Target = string | Pick<Services, 'handler'>
+
+/**
+ * One HTTP request; JSON bodies are sent with the JSON content type. Injected, the request is the
+ * one undici sends (no user-agent unless given, the client at 127.0.0.1) and the reply's headers
+ * are the ones the socket would carry (bar the connection's keep-alive).
+ */
 export async function call(
-  url: string,
+  target: Target,
   method: string,
   path: string,
   opts: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
@@ -227,15 +237,57 @@ export async function call(
     body = JSON.stringify(opts.json)
     headers['content-type'] ??= 'application/json'
   }
-  const res = await request(url + path, { method: method as 'GET', headers, body })
-  const text = await res.body.text()
+  let status: number
+  let replyHeaders: Reply['headers']
+  let text: string
+  if (typeof target === 'string') {
+    const res = await request(target + path, { method: method as 'GET', headers, body })
+    status = res.statusCode
+    replyHeaders = res.headers
+    text = await res.body.text()
+  } else {
+    const res = await inject(asFromUndici(target.handler), { method: method as 'GET', url: path, headers: { 'user-agent': undefined, ...headers }, payload: body })
+    status = res.statusCode
+    replyHeaders = wireHeaders(res)
+    text = res.payload
+  }
   let parsed: unknown = undefined
   try {
     parsed = JSON.parse(text)
   } catch {
     parsed = undefined
   }
-  return { status: res.statusCode, headers: res.headers, body: parsed, text }
+  return { status, headers: replyHeaders, body: parsed, text }
+}
+
+/** light-my-request always names a user agent: a header left undefined is dropped, as undici sends none */
+function asFromUndici(handler: Services['handler']): Services['handler'] {
+  return (req, res) => {
+    if (req.headers['user-agent'] === undefined) {
+      delete req.headers['user-agent']
+      const raw = req.rawHeaders
+      for (let i = 0; i < raw.length; i += 2) {
+        if (raw[i + 1] === undefined) {
+          raw.splice(i, 2)
+          i -= 2
+        }
+      }
+    }
+    return handler(req, res)
+  }
+}
+
+/**
+ * The reply's headers as a client reads them off the socket (undici): a header sent once is a
+ * string, one sent several times an array (test/helpers/call.test.ts holds the two to each other).
+ */
+function wireHeaders(res: Response): Reply['headers'] {
+  const out: Reply['headers'] = {}
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue
+    out[name] = Array.isArray(value) ? (value.length === 1 ? String(value[0]) : value.map(String)) : String(value)
+  }
+  return out
 }
 
 /** A minimal cookie jar for the refresh cookie: remembers the last value set (or cleared) */
@@ -255,66 +307,5 @@ export class CookieJar {
       const value = c.slice(this.name.length + 1).split(';')[0]!
       this.value = /Max-Age=0/i.test(c) || value === '' ? undefined : value
     }
-  }
-}
-
-export interface Daemon {
-  url: string
-  port: number
-  proc: ChildProcess
-  output(): string
-  /** kill -9 */
-  crash(): Promise<void>
-  /** SIGTERM and wait for the exit code */
-  stop(): Promise<number | null>
-}
-
-/** Runs the real `authd start` (built dist/) as a child process on port 0 */
-export async function spawnDaemon(t: T, dir: string, env: Record<string, string> = {}, args: string[] = []): Promise<Daemon> {
-  // on PostgreSQL nothing makes the data directory, the daemon's working directory
-  if (ON_PG) mkdirSync(dir, { recursive: true })
-  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0', ...args], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(env.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir) : {}), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
-  t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      proc.kill('SIGKILL')
-      await exited
-    }
-  })
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`authd did not start:\n${out}`)), 15_000)
-    const check = (): void => {
-      const m = /"port":(\d+)/.exec(out)
-      if (m !== null) {
-        clearTimeout(timer)
-        resolve(Number(m[1]))
-      }
-    }
-    proc.stdout!.on('data', check)
-    proc.once('exit', () => {
-      clearTimeout(timer)
-      reject(new Error(`authd exited before listening:\n${out}`))
-    })
-  })
-  return {
-    url: `http://127.0.0.1:${port}`,
-    port,
-    proc,
-    output: () => out,
-    crash: async () => {
-      proc.kill('SIGKILL')
-      await exited
-    },
-    stop: async () => {
-      proc.kill('SIGTERM')
-      return exited
-    },
   }
 }

@@ -1,11 +1,11 @@
 /**
- * A signed-in user's own account (README, "Your own account"), over a real socket, real argon2
+ * A signed-in user's own account (README, "Your own account"), injected into the handler, real argon2
  * and a real LMDB store: POST /api/auth/password (every status and message, the login limits it
  * shares with login, the other sessions ended and the caller's kept), GET /api/auth/sessions and
  * DELETE /api/auth/sessions/:id. Client addresses are simulated through a trusted proxy.
  */
 import t, { type Test } from 'tap'
-import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, call, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'copper-lantern-58'
@@ -32,8 +32,8 @@ const setCookies = (r: Reply): string[] => {
 const cookieValue = (r: Reply, name: string): string => setCookies(r).find((c) => c.startsWith(`${name}=`))!.slice(name.length + 1).split(';')[0]!
 const sidOf = (token: string): string => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
 
-async function signIn(app: TestServer, opts: { email?: string; password?: string; ip?: string; ua?: string } = {}): Promise<Signed> {
-  const r = await call(app.url, 'POST', '/api/auth/login', {
+async function signIn(app: TestApp, opts: { email?: string; password?: string; ip?: string; ua?: string } = {}): Promise<Signed> {
+  const r = await call(app, 'POST', '/api/auth/login', {
     json: { email: opts.email ?? EMAIL, password: opts.password ?? PASSWORD },
     headers: { 'x-forwarded-for': opts.ip ?? '198.51.100.1', 'user-agent': opts.ua ?? 'test-agent' },
   })
@@ -42,13 +42,13 @@ async function signIn(app: TestServer, opts: { email?: string; password?: string
   return { token, sid: sidOf(token), refresh: cookieValue(r, RT), device: cookieValue(r, DEVICE), auth: { authorization: `Bearer ${token}` } }
 }
 
-const changePassword = (app: TestServer, s: Signed | undefined, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/password', { json, headers: { 'x-forwarded-for': '198.51.100.1', ...(s?.auth ?? {}), ...headers } })
-const refresh = (app: TestServer, s: Signed): Promise<Reply> => call(app.url, 'POST', '/api/auth/refresh', { headers: { cookie: `${RT}=${s.refresh}` } })
-const me = (app: TestServer, s: Signed): Promise<Reply> => call(app.url, 'GET', '/api/auth/me', { headers: s.auth })
-const sessions = (app: TestServer, s: Signed): Promise<Reply> => call(app.url, 'GET', '/api/auth/sessions', { headers: s.auth })
-const revoke = (app: TestServer, s: Signed, id: string): Promise<Reply> =>
-  call(app.url, 'DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`, { headers: { 'x-forwarded-for': '198.51.100.9', ...s.auth } })
+const changePassword = (app: TestApp, s: Signed | undefined, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/password', { json, headers: { 'x-forwarded-for': '198.51.100.1', ...(s?.auth ?? {}), ...headers } })
+const refresh = (app: TestApp, s: Signed): Promise<Reply> => call(app, 'POST', '/api/auth/refresh', { headers: { cookie: `${RT}=${s.refresh}` } })
+const me = (app: TestApp, s: Signed): Promise<Reply> => call(app, 'GET', '/api/auth/me', { headers: s.auth })
+const sessions = (app: TestApp, s: Signed): Promise<Reply> => call(app, 'GET', '/api/auth/sessions', { headers: s.auth })
+const revoke = (app: TestApp, s: Signed, id: string): Promise<Reply> =>
+  call(app, 'DELETE', `/api/auth/sessions/${encodeURIComponent(id)}`, { headers: { 'x-forwarded-for': '198.51.100.9', ...s.auth } })
 
 function isError(t: Test, r: Reply, status: number, message: string): void {
   t.equal(r.status, status, message)
@@ -65,7 +65,7 @@ function clock(start = Date.now()): { now: () => number; advance: (ms: number) =
 }
 
 t.test('POST /api/auth/password: 200, the other sessions end, the calling one stays', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const other = await signIn(app, { ip: '203.0.113.7' })
@@ -92,8 +92,8 @@ t.test('POST /api/auth/password: 200, the other sessions end, the calling one st
   const stored = (await app.store.getUser(user.id))!
   t.not(stored.passwordHash, user.passwordHash)
   t.match(stored.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 're-hashed at the current parameters')
-  t.equal((await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } })).status, 401, 'the old password no longer signs in')
-  t.equal((await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: NEW_PASSWORD } })).status, 200, 'the new one does')
+  t.equal((await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } })).status, 401, 'the old password no longer signs in')
+  t.equal((await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: NEW_PASSWORD } })).status, 200, 'the new one does')
 
   const line = app.logs.lines.find((l) => l.event === 'password_change')
   t.match(line, { event: 'password_change', outcome: 'success', userId: user.id, sessionId: caller.sid, ip: '198.51.100.1', sessionsEnded: 2 })
@@ -102,7 +102,7 @@ t.test('POST /api/auth/password: 200, the other sessions end, the calling one st
 })
 
 t.test('POST /api/auth/password re-hashes an old hash at the current parameters', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   // a hash made at weaker parameters, as an older configuration left it
   const argon2 = await import('argon2')
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 8192, timeCost: 1, parallelism: 1 })
@@ -114,7 +114,7 @@ t.test('POST /api/auth/password re-hashes an old hash at the current parameters'
 })
 
 t.test('POST /api/auth/password: 400 Current and new password are required', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const runs = app.hasher.runs
@@ -130,15 +130,15 @@ t.test('POST /api/auth/password: 400 Current and new password are required', asy
     { currentPassword: '', newPassword: '' },
   ]
   for (const body of bodies) isError(t, await changePassword(app, caller, body), 400, 'Current and new password are required')
-  const empty = await call(app.url, 'POST', '/api/auth/password', { headers: caller.auth })
+  const empty = await call(app, 'POST', '/api/auth/password', { headers: caller.auth })
   isError(t, empty, 400, 'Current and new password are required')
-  isError(t, await call(app.url, 'POST', '/api/auth/password', { body: '[1]', headers: { ...caller.auth, 'content-type': 'application/json' } }), 400, 'Invalid JSON body')
-  isError(t, await call(app.url, 'POST', '/api/auth/password', { body: 'a=b', headers: { ...caller.auth, 'content-type': 'text/plain' } }), 415, 'Content-Type must be application/json')
+  isError(t, await call(app, 'POST', '/api/auth/password', { body: '[1]', headers: { ...caller.auth, 'content-type': 'application/json' } }), 400, 'Invalid JSON body')
+  isError(t, await call(app, 'POST', '/api/auth/password', { body: 'a=b', headers: { ...caller.auth, 'content-type': 'text/plain' } }), 415, 'Content-Type must be application/json')
   t.equal(app.hasher.runs, runs, 'argon2 never ran')
 })
 
 t.test("POST /api/auth/password: the new password follows register's rules and messages", async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   isError(t, await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: 'short' }), 400, 'Password must be at least 8 characters')
@@ -151,7 +151,7 @@ t.test("POST /api/auth/password: the new password follows register's rules and m
 })
 
 t.test('POST /api/auth/password: 403 Current password is incorrect ends nothing and changes nothing', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const other = await signIn(app, { ip: '203.0.113.7' })
@@ -164,13 +164,13 @@ t.test('POST /api/auth/password: 403 Current password is incorrect ends nothing 
     app.logs.lines.find((l) => l.event === 'password_change'),
     { event: 'password_change', outcome: 'incorrect', userId: user.id, sessionId: caller.sid, ip: '198.51.100.1' },
   )
-  const metrics = await call(app.url, 'GET', '/metrics')
+  const metrics = await call(app, 'GET', '/metrics')
   t.match(metrics.text, /authd_password_change_total\{outcome="incorrect"\} 1/)
   t.notOk(app.logs.text().includes(WRONG), 'the wrong password is not logged')
 })
 
 t.test('the account endpoints answer /me\'s two 401s', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const s = await signIn(app)
   const requests: Array<[string, string, unknown]> = [
@@ -180,15 +180,15 @@ t.test('the account endpoints answer /me\'s two 401s', async (t) => {
   ]
   for (const [method, path, json] of requests) {
     for (const headers of [{} as Record<string, string>, { authorization: 'Basic abc' }, { authorization: s.token }]) {
-      const r = await call(app.url, method, path, { json, headers })
+      const r = await call(app, method, path, { json, headers })
       isError(t, r, 401, 'Unauthorized')
       t.equal(r.headers['www-authenticate'], 'Bearer', `${method} ${path}`)
     }
-    const bad = await call(app.url, method, path, { json, headers: { authorization: `Bearer ${s.token.slice(0, -2)}xx` } })
+    const bad = await call(app, method, path, { json, headers: { authorization: `Bearer ${s.token.slice(0, -2)}xx` } })
     isError(t, bad, 401, 'Invalid or expired access token')
     t.equal(bad.headers['www-authenticate'], 'Bearer error="invalid_token"')
     // the cookie alone is no proof: these endpoints take the bearer token only
-    const cookieOnly = await call(app.url, method, path, { json, headers: { cookie: `${RT}=${s.refresh}` } })
+    const cookieOnly = await call(app, method, path, { json, headers: { cookie: `${RT}=${s.refresh}` } })
     t.equal(cookieOnly.status, 401)
   }
   t.equal((await me(app, s)).status, 200, 'nothing was changed or ended')
@@ -196,10 +196,10 @@ t.test('the account endpoints answer /me\'s two 401s', async (t) => {
 })
 
 t.test('a logged-out or disabled session cannot change the password', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const user = await addUser(app, EMAIL, PASSWORD)
   const s = await signIn(app)
-  await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie: `${RT}=${s.refresh}` } })
+  await call(app, 'POST', '/api/auth/logout', { headers: { cookie: `${RT}=${s.refresh}` } })
   isError(t, await changePassword(app, s, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }), 401, 'Invalid or expired access token')
   const s2 = await signIn(app)
   await app.store.updateUser(user.id, (u) => ({ ...u, disabled: true }))
@@ -208,7 +208,7 @@ t.test('a logged-out or disabled session cannot change the password', async (t) 
 })
 
 t.test('five wrong current passwords spend the login limit: 429 for /password and /login of that email, with no hash run', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   let runs = app.hasher.runs
@@ -219,21 +219,21 @@ t.test('five wrong current passwords spend the login limit: 429 for /password an
   const refused = await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })
   isError(t, refused, 429, 'Too many login attempts')
   t.match(refused.headers['retry-after'], /^[1-9]\d*$/)
-  const login = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '198.51.100.1' } })
+  const login = await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '198.51.100.1' } })
   isError(t, login, 429, 'Too many login attempts')
   t.match(login.headers['retry-after'], /^[1-9]\d*$/)
   t.equal(app.hasher.runs, runs, 'while the limit is spent nothing is checked: no argon2 at all')
   t.equal((await app.store.getUser((await app.store.getSession(caller.sid))!.userId))!.passwordHash.length > 0, true)
   t.equal((await me(app, caller)).status, 200, 'the session itself is not ended by the refusals')
 
-  const metrics = (await call(app.url, 'GET', '/metrics')).text
+  const metrics = (await call(app, 'GET', '/metrics')).text
   t.match(metrics, /authd_password_change_total\{outcome="rate_limited"\} 1/)
   t.match(metrics, /authd_rate_limited_total\{limit="login.per_ip_email"\} 2/)
   t.match(app.logs.lines.find((l) => l.event === 'password_change' && l.limit !== undefined), { event: 'password_change', limit: 'login.per_ip_email', ip: '198.51.100.1' })
 })
 
 t.test('concurrent wrong current passwords: exactly five are checked, the rest answer 429', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const runs = app.hasher.runs
@@ -244,33 +244,33 @@ t.test('concurrent wrong current passwords: exactly five are checked, the rest a
 })
 
 t.test('failed logins spend the limit for /password too, and a correct current password resets the address\'s count', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   for (let i = 0; i < 4; i++) t.equal((await changePassword(app, caller, { currentPassword: WRONG, newPassword: NEW_PASSWORD })).status, 403)
   t.equal((await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD })).status, 200, 'the fifth, correct, goes through')
   for (let i = 0; i < 4; i++) t.equal((await changePassword(app, caller, { currentPassword: WRONG, newPassword: PASSWORD })).status, 403, 'the count started again')
-  t.equal((await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: WRONG }, headers: { 'x-forwarded-for': '198.51.100.1' } })).status, 401)
+  t.equal((await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: WRONG }, headers: { 'x-forwarded-for': '198.51.100.1' } })).status, 401)
   t.equal((await changePassword(app, caller, { currentPassword: NEW_PASSWORD, newPassword: PASSWORD })).status, 429, 'a failed login counts towards the same limit')
 })
 
 t.test('wrong current passwords count towards login.per_email from any address, or per device with a device cookie of this user', async (t) => {
-  const app = await startServer(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h', AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '4/15m' } })
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h', AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '4/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const withDevice = { cookie: `${DEVICE}=${caller.device}` }
   // with the device cookie of this user: per_device, not per_email
   for (let i = 0; i < 3; i++) t.equal((await changePassword(app, caller, { currentPassword: WRONG, newPassword: NEW_PASSWORD }, withDevice)).status, 403)
-  t.equal((await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.50' } })).status, 200, "per_email was not charged by the device's failures")
+  t.equal((await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.50' } })).status, 200, "per_email was not charged by the device's failures")
   t.equal((await changePassword(app, caller, { currentPassword: WRONG, newPassword: NEW_PASSWORD }, { ...withDevice, 'x-forwarded-for': '198.51.100.2' })).status, 403)
   const deviceSpent = await changePassword(app, caller, { currentPassword: PASSWORD, newPassword: NEW_PASSWORD }, { ...withDevice, 'x-forwarded-for': '198.51.100.3' })
   isError(t, deviceSpent, 429, 'Too many login attempts')
   // without it: per_email, which three failures from three addresses spend for everyone
   const fresh = await signIn(app, { ip: '203.0.113.51' })
   for (let i = 0; i < 3; i++) t.equal((await changePassword(app, fresh, { currentPassword: WRONG, newPassword: NEW_PASSWORD }, { 'x-forwarded-for': `192.0.2.${i}` })).status, 403)
-  isError(t, await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.99' } }), 429, 'Too many login attempts')
+  isError(t, await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.99' } }), 429, 'Too many login attempts')
   t.equal(
-    (await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.99', cookie: `${DEVICE}=${fresh.device}` } })).status,
+    (await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '203.0.113.99', cookie: `${DEVICE}=${fresh.device}` } })).status,
     200,
     "the user's own browser still signs in",
   )
@@ -281,7 +281,7 @@ t.test('GET /api/auth/sessions: the live sessions, newest first, with their fiel
   const day = 86_400_000
   const at = (ms: number): string => new Date(t0 + ms).toISOString()
   const c = clock(t0)
-  const app = await startServer(t, { env: { ...PROXY, AUTHD_SESSIONS_IDLE_TTL: '20d', AUTHD_SESSIONS_ABSOLUTE_TTL: '30d' }, now: c.now })
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_SESSIONS_IDLE_TTL: '20d', AUTHD_SESSIONS_ABSOLUTE_TTL: '30d' }, now: c.now })
   const user = await addUser(app, EMAIL, PASSWORD)
   await addUser(app, 'bob@example.com', PASSWORD)
   const first = await signIn(app, { ip: '203.0.113.1', ua: 'Firefox/1' })
@@ -340,10 +340,10 @@ t.test('GET /api/auth/sessions: the live sessions, newest first, with their fiel
 })
 
 t.test('HEAD /api/auth/sessions and the wrong methods', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const s = await signIn(app)
-  t.equal((await call(app.url, 'HEAD', '/api/auth/sessions', { headers: s.auth })).status, 200)
+  t.equal((await call(app, 'HEAD', '/api/auth/sessions', { headers: s.auth })).status, 200)
   const cases: Array<[string, string, string]> = [
     ['POST', '/api/auth/sessions', 'GET, OPTIONS, HEAD'],
     ['DELETE', '/api/auth/sessions', 'GET, OPTIONS, HEAD'],
@@ -353,18 +353,18 @@ t.test('HEAD /api/auth/sessions and the wrong methods', async (t) => {
     ['DELETE', '/api/auth/password', 'POST, OPTIONS'],
   ]
   for (const [method, path, allow] of cases) {
-    const r = await call(app.url, method, path, { headers: s.auth })
+    const r = await call(app, method, path, { headers: s.auth })
     isError(t, r, 405, 'Method not allowed')
     t.equal(r.headers.allow, allow, `${method} ${path}`)
   }
   for (const path of ['/api/auth/sessions/a/b', `/api/auth/sessions/${s.sid}/x`, '/api/auth/sessionsx', '/api/auth/password/x']) {
-    isError(t, await call(app.url, 'DELETE', path, { headers: s.auth }), 404, 'Not found')
+    isError(t, await call(app, 'DELETE', path, { headers: s.auth }), 404, 'Not found')
   }
   t.equal((await me(app, s)).status, 200, 'nothing was ended')
 })
 
 t.test('DELETE /api/auth/sessions/:id ends that session at once: its refresh and access tokens', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const other = await signIn(app, { ip: '203.0.113.7' })
@@ -382,14 +382,14 @@ t.test('DELETE /api/auth/sessions/:id ends that session at once: its refresh and
 
   isError(t, await revoke(app, caller, other.sid), 404, 'Session not found')
 
-  const metrics = (await call(app.url, 'GET', '/metrics')).text
+  const metrics = (await call(app, 'GET', '/metrics')).text
   t.match(metrics, /route="\/api\/auth\/sessions\/:id",method="DELETE",status="200"/, 'labelled by the route template')
   t.notOk(metrics.includes(other.sid), 'never by the id')
   t.notOk(app.logs.text().includes(other.refresh), 'no token in the log')
 })
 
 t.test('DELETE of the calling session itself is allowed: its tokens stop working', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const r = await revoke(app, caller, caller.sid)
@@ -402,7 +402,7 @@ t.test('DELETE of the calling session itself is allowed: its tokens stop working
 
 t.test("DELETE: another user's session, an expired one and an unknown id are one 404, and another user's session goes on", async (t) => {
   const c = clock()
-  const app = await startServer(t, { env: PROXY, now: c.now })
+  const app = await buildApp(t, { env: PROXY, now: c.now })
   await addUser(app, EMAIL, PASSWORD)
   await addUser(app, 'bob@example.com', PASSWORD)
   const old = await signIn(app, { ip: '203.0.113.70' })
@@ -419,7 +419,7 @@ t.test("DELETE: another user's session, an expired one and an unknown id are one
   }
   // no id at all is no route
   isError(t, await revoke(app, caller, ''), 404, 'Not found')
-  isError(t, await call(app.url, 'GET', '/api/auth/sessions/', { headers: caller.auth }), 404, 'Not found')
+  isError(t, await call(app, 'GET', '/api/auth/sessions/', { headers: caller.auth }), 404, 'Not found')
   const shape = (r: Reply): unknown => [r.status, r.text, Object.keys(r.headers).filter((h) => h !== 'date' && h !== 'x-request-id').sort()]
   for (const r of answers) t.same(shape(r), shape(answers[0]!), 'the same status, body and headers')
   t.equal((await me(app, bob)).status, 200, "bob's session still works")

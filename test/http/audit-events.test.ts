@@ -1,5 +1,5 @@
 /**
- * The audit log's HTTP events over a real socket (README, "Audit log"): each kind appears once,
+ * The audit log's HTTP events, injected into the handler (README, "Audit log"): each kind appears once,
  * with its actor, user, session, the client's address and user agent, and its detail; a refused
  * request is no event but a block is, once per limit and key per window; and no event holds a
  * password, a token, a code or a secret the test used (or a hash of one). The chain verifies.
@@ -9,7 +9,7 @@ import { verifyChain } from '../../src/core/audit.js'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import type { AuditEvent } from '../../src/store/store.js'
 import { secretsIn } from '../helpers/audit.js'
-import { addUser, ageLimits, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, ageLimits, call, CookieJar, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const PASSWORD = 'correct horse battery'
 const NEW_PASSWORD = 'a brand new passphrase 42'
@@ -25,7 +25,7 @@ const ROOMY = {
   AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m',
 }
 
-interface Harness extends TestServer {
+interface Harness extends TestApp {
   clock: { at: number }
   /** every password, token, code and secret the test handled */
   secrets: Set<string>
@@ -40,7 +40,7 @@ interface Harness extends TestServer {
 
 async function harness(t: Test, env: Record<string, string> = {}): Promise<Harness> {
   const clock = { at: T0 }
-  const server = await startServer(t, { now: () => clock.at, env: { ...ROOMY, ...env } })
+  const server = await buildApp(t, { now: () => clock.at, env: { ...ROOMY, ...env } })
   const secrets = new Set<string>([PASSWORD, NEW_PASSWORD])
   const events = async (): Promise<AuditEvent[]> => (await server.store.auditEvents({ limit: 10_000 })).reverse()
   const h: Harness = Object.assign(server, {
@@ -58,7 +58,7 @@ async function harness(t: Test, env: Record<string, string> = {}): Promise<Harne
       const headers: Record<string, string> = { 'x-forwarded-for': opts.ip ?? IP, 'user-agent': opts.ua ?? UA }
       if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`
       if (opts.cookie !== undefined) headers.cookie = opts.cookie
-      const r = await call(server.url, path.startsWith('DELETE ') ? 'DELETE' : 'POST', path.replace(/^DELETE /, ''), { json: opts.json, headers })
+      const r = await call(server, path.startsWith('DELETE ') ? 'DELETE' : 'POST', path.replace(/^DELETE /, ''), { json: opts.json, headers })
       // everything secret an answer carries
       const d = r.body?.data
       for (const v of [d?.accessToken, d?.mfaToken, d?.secret, ...(d?.recoveryCodes ?? [])]) if (typeof v === 'string') secrets.add(v)

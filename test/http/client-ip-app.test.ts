@@ -3,6 +3,7 @@
  * recorded on the session and the rate limiter's per-IP counting. The resolver itself is
  * tested in client-ip.test.ts; this holds the app to using it on every route that counts.
  */
+// On a real socket: the client address under test is the socket's peer address, which an injected request only pretends.
 import t from 'tap'
 import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
 

@@ -5,7 +5,7 @@
  * verify, counts as none. Client addresses are simulated through a trusted proxy.
  */
 import t, { type Test } from 'tap'
-import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, call, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const EMAIL = 'vic@example.com'
 const PASSWORD = 'copper-lantern-58'
@@ -25,21 +25,21 @@ function deviceCookie(r: Reply, name = NAME): { value: string; attrs: string[] }
 }
 const deviceIdOf = (value: string): string => Buffer.from(value.split('.')[0]!, 'base64url').subarray(0, 16).toString('hex')
 
-const login = (app: TestServer, email: string, password: string, ip: string, device?: string): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/login', {
+const login = (app: TestApp, email: string, password: string, ip: string, device?: string): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/login', {
     json: { email, password },
     headers: { 'x-forwarded-for': ip, ...(device === undefined ? {} : { cookie: `other=1; ${NAME}=${device}` }) },
   })
 
 /** 20 wrong passwords for `email` from 4 addresses: per_email (20/1h) spent */
-async function spendPerEmail(t: Test, app: TestServer, email: string): Promise<void> {
+async function spendPerEmail(t: Test, app: TestApp, email: string): Promise<void> {
   for (let a = 0; a < 4; a++) {
     for (let i = 0; i < 5; i++) t.equal((await login(app, email, 'wrong-password', `192.0.2.${a}`)).status, 401)
   }
 }
 
 t.test('login and register set the device cookie: __Host-, HttpOnly, SameSite=Strict, Path=/, a year, Secure', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const r = await login(app, EMAIL, PASSWORD, '203.0.113.1')
   t.equal(r.status, 200)
@@ -48,7 +48,7 @@ t.test('login and register set the device cookie: __Host-, HttpOnly, SameSite=St
   t.match(c!.value, /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/)
   t.same(c!.attrs, ['HttpOnly', 'Max-Age=31536000', 'Path=/', 'SameSite=Strict', 'Secure'])
   t.ok(setCookies(r)[0]!.startsWith('__Host-authd_rt=') || setCookies(r)[0]!.includes('authd_rt='), 'the refresh cookie comes first')
-  const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'new@example.com', password: PASSWORD } })
+  const reg = await call(app, 'POST', '/api/auth/register', { json: { email: 'new@example.com', password: PASSWORD } })
   t.equal(reg.status, 201)
   t.ok(deviceCookie(reg), 'set at register')
   const failed = await login(app, EMAIL, 'wrong-password', '203.0.113.1')
@@ -56,7 +56,7 @@ t.test('login and register set the device cookie: __Host-, HttpOnly, SameSite=St
 })
 
 t.test('with --dev the device cookie is authd_device and not Secure', async (t) => {
-  const app = await startServer(t, { dev: true })
+  const app = await buildApp(t, { dev: true })
   await addUser(app, EMAIL, PASSWORD)
   const r = await login(app, EMAIL, PASSWORD, '203.0.113.1')
   const c = deviceCookie(r, 'authd_device')
@@ -65,7 +65,7 @@ t.test('with --dev the device cookie is authd_device and not Secure', async (t) 
 })
 
 t.test('an attacker who spends per_email cannot lock the user out of the browser she signed in on', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const vic = await addUser(app, EMAIL, PASSWORD)
   await addUser(app, 'mallory@example.com', PASSWORD)
   const first = await login(app, EMAIL, PASSWORD, '198.51.100.7')
@@ -90,20 +90,20 @@ t.test('an attacker who spends per_email cannot lock the user out of the browser
 })
 
 t.test('a login with the device cookie is counted per device (login.per_device), not per email', async (t) => {
-  const app = await startServer(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '3/15m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '4/1h' } })
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '3/15m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '4/1h' } })
   await addUser(app, EMAIL, PASSWORD)
   const device = deviceCookie(await login(app, EMAIL, PASSWORD, '198.51.100.7'))!.value
   for (let i = 0; i < 3; i++) t.equal((await login(app, EMAIL, 'wrong-password', `198.51.100.${10 + i}`, device)).status, 401)
   const refused = await login(app, EMAIL, PASSWORD, '198.51.100.20', device)
   t.equal(refused.status, 429, 'per_device refuses the fourth from any address')
   t.equal(refused.body.message, 'Too many login attempts')
-  const metrics = await call(app.url, 'GET', '/metrics')
+  const metrics = await call(app, 'GET', '/metrics')
   t.match(metrics.text, /authd_rate_limited_total\{limit="login.per_device"\} 1/)
   t.equal((await login(app, EMAIL, PASSWORD, '198.51.100.21')).status, 200, 'the failures with the cookie did not count towards per_email')
 })
 
 t.test('per_ip_email still applies with the device cookie, and counting stays atomic: 50 concurrent → exactly five 401s', async (t) => {
-  const app = await startServer(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/15m' } })
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   const device = deviceCookie(await login(app, EMAIL, PASSWORD, '198.51.100.7'))!.value
   const runs = app.hasher.runs
@@ -114,7 +114,7 @@ t.test('per_ip_email still applies with the device cookie, and counting stays at
 })
 
 t.test('a wrong password costs one hash with or without the cookie, and the answers are byte-identical', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)
   const device = deviceCookie(await login(app, EMAIL, PASSWORD, '198.51.100.7'))!.value
   const strip = (r: Reply) => ({ status: r.status, text: r.text, headers: { ...r.headers, date: undefined, 'x-request-id': undefined } })

@@ -1,11 +1,11 @@
 /**
- * What every response looks like, and how request bodies are read (README, "Call the API"), over a
- * real socket: the JSON envelope and its headers, 404, 405 with Allow, 415, 413 (declared,
- * chunked, and exactly at the limit), 400 for bodies that are not a UTF-8 JSON object, and the
- * health, readiness and metrics endpoints.
+ * What every response looks like, and how request bodies are read (README, "Call the API"),
+ * injected into the handler (over a socket where the wire is the subject): the JSON envelope and
+ * its headers, 404, 405 with Allow, 415, 413 (declared, chunked, and exactly at the limit), 400
+ * for bodies that are not a UTF-8 JSON object, and the health, readiness and metrics endpoints.
  */
 import t, { type Test } from 'tap'
-import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, buildApp, call, startServer, type Reply, type Target } from '../helpers/app.js'
 import { chunk, rawRequest } from '../helpers/raw.js'
 
 const PASSWORD = 'correct horse battery'
@@ -28,21 +28,21 @@ function failed(t: Test, r: Reply, status: number, message: string): void {
   envelope(t, r, `${status} ${message}`)
 }
 
-const post = (app: TestServer, path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<Reply> =>
-  call(app.url, 'POST', path, { body, headers })
+const post = (app: Target, path: string, body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }): Promise<Reply> =>
+  call(app, 'POST', path, { body, headers })
 
 const allowOf = (r: { headers: Record<string, unknown> }): string[] => String(r.headers.allow ?? '').split(/,\s*/).sort()
 
 t.test('answers 404 "Not found" for unknown paths', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   for (const path of ['/', '/api', '/api/auth', '/api/auth/', '/api/auth/nope', '/api/auth/login/', '/API/AUTH/LOGIN', '/api/auth/me/x', '/%', '/%2e%2e/etc/passwd', '/healthz.json']) {
-    failed(t, await call(app.url, 'GET', path), 404, 'Not found')
+    failed(t, await call(app, 'GET', path), 404, 'Not found')
   }
-  failed(t, await call(app.url, 'POST', '/api/auth/logins', { json: {} }), 404, 'Not found')
+  failed(t, await call(app, 'POST', '/api/auth/logins', { json: {} }), 404, 'Not found')
 })
 
 t.test('answers 405 "Method not allowed" with Allow for a known path and the wrong method', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const cases: Array<[string, string, string[]]> = [
     ['GET', '/api/auth/login', ['OPTIONS', 'POST']],
     ['PUT', '/api/auth/register', ['OPTIONS', 'POST']],
@@ -55,14 +55,14 @@ t.test('answers 405 "Method not allowed" with Allow for a known path and the wro
     ['POST', '/metrics', ['GET', 'HEAD']],
   ]
   for (const [method, path, allow] of cases) {
-    const r = await call(app.url, method, path)
+    const r = await call(app, method, path)
     failed(t, r, 405, 'Method not allowed')
     t.same(allowOf(r), allow, `${method} ${path}: Allow`)
   }
 })
 
 t.test('answers 415 for a non-empty body that is not application/json (UTF-8)', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const json = JSON.stringify({ email: 'ann@example.com', password: PASSWORD })
   for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'application/jsonx', 'application/json-patch+json', 'text/json']) {
     failed(t, await post(app, '/api/auth/login', json, { 'content-type': type }), 415, 'Content-Type must be application/json')
@@ -74,12 +74,13 @@ t.test('answers 415 for a non-empty body that is not application/json (UTF-8)', 
   }
 })
 
+// over a socket: a declared length and a chunked body are what the client writes on the wire
 t.test('answers 413 for a body over the limit, whether declared, chunked without a length, or just sent', async (t) => {
   const app = await startServer(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const big = JSON.stringify({ email: 'ann@example.com', password: PASSWORD, pad: 'x'.repeat(LIMIT) })
 
-  const sent = await post(app, '/api/auth/login', big)
+  const sent = await post(app.url, '/api/auth/login', big)
   failed(t, sent, 413, 'Request body too large')
 
   const declared = await rawRequest(app.port, [`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n`])
@@ -101,6 +102,7 @@ t.test('answers 413 for a body over the limit, whether declared, chunked without
   t.equal(ok.status, 200, 'the server is fine afterwards')
 })
 
+// over a socket: a declared length and a chunked body are what the client writes on the wire
 t.test('reads a body of exactly the limit, and refuses one byte more', async (t) => {
   const app = await startServer(t, { env: { AUTHD_SERVER_BODY_LIMIT: '1kb' } })
   await addUser(app, 'ann@example.com', PASSWORD)
@@ -109,8 +111,8 @@ t.test('reads a body of exactly the limit, and refuses one byte more', async (t)
     return JSON.stringify({ email: 'ann@example.com', password: PASSWORD, pad: 'x'.repeat(n - base.length) })
   }
   t.equal(Buffer.byteLength(sized(1024)), 1024)
-  t.equal((await post(app, '/api/auth/login', sized(1024))).status, 200)
-  failed(t, await post(app, '/api/auth/login', sized(1025)), 413, 'Request body too large')
+  t.equal((await post(app.url, '/api/auth/login', sized(1024))).status, 200)
+  failed(t, await post(app.url, '/api/auth/login', sized(1025)), 413, 'Request body too large')
   const parts = [`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`, chunk(sized(1025).slice(0, 600)), chunk(sized(1025).slice(600)), '0\r\n\r\n']
   const chunked = await rawRequest(app.port, parts)
   t.equal(chunked.status, 413, 'chunked, one byte over')
@@ -119,7 +121,7 @@ t.test('reads a body of exactly the limit, and refuses one byte more', async (t)
 })
 
 t.test('answers 400 "Invalid JSON body" for bodies that are not a well-formed UTF-8 JSON object', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const cases: Array<[string, string | Buffer]> = [
     ['truncated JSON', '{"email":"ann@example.com"'],
     ['not JSON', 'email=ann@example.com'],
@@ -153,45 +155,45 @@ t.test('answers 400 "Invalid JSON body" for bodies that are not a well-formed UT
 })
 
 t.test('reads an empty body as {}', async (t) => {
-  const app = await startServer(t)
-  failed(t, await call(app.url, 'POST', '/api/auth/login'), 400, 'Email and password are required')
+  const app = await buildApp(t)
+  failed(t, await call(app, 'POST', '/api/auth/login'), 400, 'Email and password are required')
   failed(t, await post(app, '/api/auth/login', ''), 400, 'Email and password are required')
-  const logout = await call(app.url, 'POST', '/api/auth/logout')
+  const logout = await call(app, 'POST', '/api/auth/logout')
   t.equal(logout.status, 200)
   t.same(logout.body, { success: true, data: {} })
 })
 
 t.test('answers /healthz with status ok', async (t) => {
-  const app = await startServer(t)
-  const r = await call(app.url, 'GET', '/healthz')
+  const app = await buildApp(t)
+  const r = await call(app, 'GET', '/healthz')
   t.equal(r.status, 200)
   t.same(r.body, { success: true, data: { status: 'ok' } })
   envelope(t, r, 'healthz')
-  const head = await call(app.url, 'HEAD', '/healthz')
+  const head = await call(app, 'HEAD', '/healthz')
   t.equal(head.status, 200)
   t.equal(head.text, '')
 })
 
 t.test('answers /readyz 200 when ready and 503 "Not ready" when not', async (t) => {
-  const app = await startServer(t)
-  const ready = await call(app.url, 'GET', '/readyz')
+  const app = await buildApp(t)
+  const ready = await call(app, 'GET', '/readyz')
   t.equal(ready.status, 200)
   t.equal(ready.body.success, true)
   envelope(t, ready, 'readyz')
   app.setReady(false)
-  failed(t, await call(app.url, 'GET', '/readyz'), 503, 'Not ready')
-  t.equal((await call(app.url, 'GET', '/healthz')).status, 200, 'healthz stays up')
+  failed(t, await call(app, 'GET', '/readyz'), 503, 'Not ready')
+  t.equal((await call(app, 'GET', '/healthz')).status, 200, 'healthz stays up')
 })
 
 t.test('serves Prometheus text on /metrics with login and me outcomes and durations by route', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
-  const ok = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
-  await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: 'wrong' } })
-  await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })
-  await call(app.url, 'GET', '/api/auth/me')
-  await call(app.url, 'GET', '/nope')
-  const r = await call(app.url, 'GET', '/metrics')
+  const ok = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: 'wrong' } })
+  await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })
+  await call(app, 'GET', '/api/auth/me')
+  await call(app, 'GET', '/nope')
+  const r = await call(app, 'GET', '/metrics')
   t.equal(r.status, 200)
   t.match(r.headers['content-type'], /^text\/plain; version=0\.0\.4; charset=utf-8$/)
   t.equal(r.headers['cache-control'], 'no-store')
@@ -212,35 +214,35 @@ t.test('serves Prometheus text on /metrics with login and me outcomes and durati
 })
 
 t.test('answers 404 on /metrics when metrics are disabled', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_METRICS_ENABLED: 'false' } })
-  failed(t, await call(app.url, 'GET', '/metrics'), 404, 'Not found')
+  const app = await buildApp(t, { env: { AUTHD_METRICS_ENABLED: 'false' } })
+  failed(t, await call(app, 'GET', '/metrics'), 404, 'Not found')
 })
 
 t.test('gives every JSON response the envelope and its headers, and never a stack', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_SERVER_BODY_LIMIT: '1kb' } })
+  const app = await buildApp(t, { env: { AUTHD_SERVER_BODY_LIMIT: '1kb' } })
   await addUser(app, 'ann@example.com', PASSWORD)
-  const ok = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const ok = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   const replies: Array<[string, Reply]> = [
     ['login 200', ok],
-    ['me 200', await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })],
-    ['me 401', await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: 'Bearer x.y.z' } })],
-    ['login 400', await call(app.url, 'POST', '/api/auth/login', { json: [] })],
-    ['login 401', await call(app.url, 'POST', '/api/auth/login', { json: { email: 'a@b', password: 'x' } })],
+    ['me 200', await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })],
+    ['me 401', await call(app, 'GET', '/api/auth/me', { headers: { authorization: 'Bearer x.y.z' } })],
+    ['login 400', await call(app, 'POST', '/api/auth/login', { json: [] })],
+    ['login 401', await call(app, 'POST', '/api/auth/login', { json: { email: 'a@b', password: 'x' } })],
     ['login 413', await post(app, '/api/auth/login', 'x'.repeat(2048))],
     ['login 415', await post(app, '/api/auth/login', 'x', { 'content-type': 'text/plain' })],
-    ['refresh 401', await call(app.url, 'POST', '/api/auth/refresh')],
-    ['logout 200', await call(app.url, 'POST', '/api/auth/logout')],
-    ['404', await call(app.url, 'GET', '/x')],
-    ['405', await call(app.url, 'GET', '/api/auth/logout')],
-    ['healthz', await call(app.url, 'GET', '/healthz')],
-    ['readyz', await call(app.url, 'GET', '/readyz')],
+    ['refresh 401', await call(app, 'POST', '/api/auth/refresh')],
+    ['logout 200', await call(app, 'POST', '/api/auth/logout')],
+    ['404', await call(app, 'GET', '/x')],
+    ['405', await call(app, 'GET', '/api/auth/logout')],
+    ['healthz', await call(app, 'GET', '/healthz')],
+    ['readyz', await call(app, 'GET', '/readyz')],
   ]
   for (const [what, r] of replies) envelope(t, r, what)
   // the read every /me makes (core/me-view.ts): a fault that is not the store being unreachable
   app.store.meRead = async () => {
     throw new TypeError("Cannot read properties of undefined (reading 'id')")
   }
-  const crashed = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })
+  const crashed = await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${ok.body.data.accessToken}` } })
   failed(t, crashed, 500, 'Internal server error')
   t.notMatch(crashed.text, /Cannot read|TypeError/)
 })

@@ -1,29 +1,29 @@
 /**
- * GET /.well-known/jwks.json over a real socket: the public keys that verify current tokens, so a
+ * GET /.well-known/jwks.json, injected into the handler: the public keys that verify current tokens, so a
  * service can verify access tokens offline with a standard library (jose) — and follow rotation.
  */
 import { createLocalJWKSet, jwtVerify } from 'jose'
 import t from 'tap'
 import { createAdmin, lazyPasswordTools } from '../../src/core/admin.js'
 import { generateKey } from '../../src/core/keys.js'
-import { addUser, call, startServer, type TestServer } from '../helpers/app.js'
+import { addUser, call, buildApp, type TestApp } from '../helpers/app.js'
 import { activeKey } from '../helpers/jwt.js'
 
 const PASSWORD = 'correct horse battery'
 
-const jwks = async (app: TestServer): Promise<{ keys: Array<Record<string, unknown>> }> => {
-  const r = await call(app.url, 'GET', '/.well-known/jwks.json')
+const jwks = async (app: TestApp): Promise<{ keys: Array<Record<string, unknown>> }> => {
+  const r = await call(app, 'GET', '/.well-known/jwks.json')
   if (r.status !== 200) throw new Error(`jwks: ${r.status}`)
   return r.body
 }
 
-const loginToken = async (app: TestServer): Promise<string> =>
-  (await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })).body.data.accessToken
+const loginToken = async (app: TestApp): Promise<string> =>
+  (await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })).body.data.accessToken
 
 for (const alg of ['ES256', 'RS256'] as const) {
   t.test(`publishes the ${alg} key with kid, alg and use "sig", cacheable for 5 minutes`, async (t) => {
-    const app = await startServer(t, { env: { AUTHD_TOKENS_ALGORITHM: alg } })
-    const r = await call(app.url, 'GET', '/.well-known/jwks.json')
+    const app = await buildApp(t, { env: { AUTHD_TOKENS_ALGORITHM: alg } })
+    const r = await call(app, 'GET', '/.well-known/jwks.json')
     t.equal(r.status, 200)
     t.equal(r.headers['cache-control'], 'public, max-age=300')
     t.match(r.headers['content-type'], /^application\/(json|jwk-set\+json)/)
@@ -38,7 +38,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
   })
 
   t.test(`lets a service verify ${alg} access tokens offline with jose`, async (t) => {
-    const app = await startServer(t, { env: { AUTHD_TOKENS_ALGORITHM: alg } })
+    const app = await buildApp(t, { env: { AUTHD_TOKENS_ALGORITHM: alg } })
     const user = await addUser(app, 'ann@example.com', PASSWORD)
     const token = await loginToken(app)
     const set = createLocalJWKSet((await jwks(app)) as never)
@@ -52,7 +52,7 @@ for (const alg of ['ES256', 'RS256'] as const) {
 }
 
 t.test('lists a rotated key at once, keeps the old one while its tokens live, and drops a revoked one', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const oldToken = await loginToken(app)
   const old = await activeKey(app)
@@ -82,7 +82,7 @@ t.test('lists a rotated key at once, keeps the old one while its tokens live, an
 
 t.test('a key rotated in by authctl is in the JWKS before it signs; the old key signs until tokens.key_lead has passed (moved clock)', async (t) => {
   const clock = { now: Date.now() }
-  const app = await startServer(t, { now: () => clock.now })
+  const app = await buildApp(t, { now: () => clock.now })
   await addUser(app, 'ann@example.com', PASSWORD)
   const old = await activeKey(app)
   // as `authctl keys rotate` does, on the same store and clock

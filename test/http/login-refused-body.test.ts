@@ -2,6 +2,7 @@
  * A login the per-IP limit refuses is answered without reading its body (it is read only when
  * the use-case gets that far); node discards the unread body, so the connection stays usable.
  */
+// On a real socket: the subject is the connection itself, kept usable after a body left unread.
 import t from 'tap'
 import { Agent, request } from 'node:http'
 import { startServer } from '../helpers/app.js'

@@ -1,5 +1,5 @@
 /**
- * POST /api/auth/login over a real socket, real LMDB in a temp dir and real argon2 (README,
+ * POST /api/auth/login, injected into the handler, real LMDB in a temp dir and real argon2 (README,
  * "Call the API"): every row of its error table with exact status and message, the cookie, sessions,
  * and what happens to stored hashes (absurd ones refused unrun, old parameters re-hashed).
  */
@@ -8,14 +8,14 @@ import fc from 'fast-check'
 import t, { type Test } from 'tap'
 import { parseHashParams } from '../../src/core/passwords.js'
 import { defaultHashConcurrency } from '../../src/daemon/services.js'
-import { addUser, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, call, CookieJar, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 import { decode } from '../helpers/jwt.js'
 
 const PASSWORD = 'correct horse battery'
 const ROOMY = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m' }
 
-const login = (app: TestServer, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/login', { json, headers })
+const login = (app: TestApp, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/login', { json, headers })
 
 const setCookies = (r: Reply): string[] => {
   const sc = r.headers['set-cookie']
@@ -51,7 +51,7 @@ function watchArgon2(t: Test): { ran: string[]; maxInFlight: () => number } {
 }
 
 t.test('signs in: 200 with the token, the user, and the refresh cookie with production attributes', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'ann@example.com', PASSWORD)
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD }, { 'user-agent': 'login-test/1.0' })
   t.equal(r.status, 200)
@@ -78,12 +78,12 @@ t.test('signs in: 200 with the token, the user, and the refresh cookie with prod
   t.match(session, { userId: user.id, ip: '127.0.0.1', userAgent: 'login-test/1.0' })
   t.notOk(JSON.stringify(session).includes(nameValue!.split('=')[1]!), 'the store never holds the refresh token itself')
 
-  const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken}` } })
+  const me = await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken}` } })
   t.same(me.body, { success: true, data: { id: user.id, email: 'ann@example.com', mfaEnabled: false } })
 })
 
 t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
-  const app = await startServer(t, { dev: true })
+  const app = await buildApp(t, { dev: true })
   await addUser(app, 'ann@example.com', PASSWORD)
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD })
   t.equal(r.status, 200)
@@ -93,7 +93,7 @@ t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
 })
 
 t.test('starts a new session on every login, even when an old refresh cookie is presented', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'ann@example.com', PASSWORD)
   const jar = new CookieJar('__Host-authd_rt')
   const first = await login(app, { email: 'ann@example.com', password: PASSWORD })
@@ -110,7 +110,7 @@ t.test('starts a new session on every login, even when an old refresh cookie is 
 })
 
 t.test('answers 400 "Email and password are required" for missing, non-string or blank fields', async (t) => {
-  const app = await startServer(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY })
   await addUser(app, 'ann@example.com', PASSWORD)
   const cases: Array<[string, { json?: unknown; body?: string; headers?: Record<string, string> }]> = [
     ['an empty body', { body: '' }],
@@ -133,7 +133,7 @@ t.test('answers 400 "Email and password are required" for missing, non-string or
   ]
   const runs = app.hasher.runs
   for (const [name, opts] of cases) {
-    const r = await call(app.url, 'POST', '/api/auth/login', opts)
+    const r = await call(app, 'POST', '/api/auth/login', opts)
     t.equal(r.status, 400, name)
     t.same(r.body, { success: false, message: 'Email and password are required' }, name)
     t.same(setCookies(r), [], name)
@@ -142,7 +142,7 @@ t.test('answers 400 "Email and password are required" for missing, non-string or
 })
 
 t.test('answers 401 "Invalid email or password" for an unknown email, a wrong password, or a disabled user', async (t) => {
-  const app = await startServer(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY })
   await addUser(app, 'ann@example.com', PASSWORD)
   await addUser(app, 'dis@example.com', PASSWORD, { disabled: true })
   const cases: Array<[string, unknown]> = [
@@ -170,7 +170,7 @@ t.test('answers 401 "Invalid email or password" for an unknown email, a wrong pa
 })
 
 t.test('gives byte-identical bodies and headers for an unknown email and a wrong password', async (t) => {
-  const app = await startServer(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY })
   await addUser(app, 'ann@example.com', PASSWORD)
   await addUser(app, 'dis@example.com', PASSWORD, { disabled: true })
   const strip = (r: Reply): Record<string, unknown> => {
@@ -190,7 +190,7 @@ t.test('gives byte-identical bodies and headers for an unknown email and a wrong
 })
 
 t.test('answers 429 "Too many login attempts" with Retry-After, without running argon2', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' } })
   await addUser(app, 'ann@example.com', PASSWORD)
   for (let i = 0; i < 2; i++) t.equal((await login(app, { email: 'ann@example.com', password: 'wrong' })).status, 401)
   const runs = app.hasher.runs
@@ -203,7 +203,7 @@ t.test('answers 429 "Too many login attempts" with Retry-After, without running 
 })
 
 t.test('maps case and Unicode variants of an email to one account', async (t) => {
-  const app = await startServer(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY })
   const user = await addUser(app, 'kate.kirk@example.com', PASSWORD)
   const plain = 'kate.kirk@example.com'
   const variant = fc.tuple(fc.array(fc.nat(4), { minLength: plain.length, maxLength: plain.length }), fc.constantFrom('', ' ', '\u3000', '\t')).map(([choices, pad]) => {
@@ -235,7 +235,7 @@ t.test('maps case and Unicode variants of an email to one account', async (t) =>
 })
 
 t.test('refuses a stored hash with absurd parameters without running it: 401 at once, the dummy ran instead', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const good = await app.hasher.hash(PASSWORD)
   const absurd = good.replace('m=19456', 'm=2097152')
   t.not(absurd, good)
@@ -255,7 +255,7 @@ t.test('refuses a stored hash with absurd parameters without running it: 401 at 
 })
 
 t.test('re-hashes on login when the stored hash was made under other parameters', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 32768, timeCost: 3, parallelism: 1 })
   const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD })
@@ -270,7 +270,7 @@ t.test('re-hashes on login when the stored hash was made under other parameters'
 })
 
 t.test('does not re-hash on a failed login', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 32768, timeCost: 3, parallelism: 1 })
   const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
   isInvalidCredentials(t, await login(app, { email: 'ann@example.com', password: 'wrong horse battery' }))
@@ -278,7 +278,7 @@ t.test('does not re-hash on a failed login', async (t) => {
 })
 
 t.test('runs at most two argon2 hashes at once under concurrent logins (one on two cores)', async (t) => {
-  const app = await startServer(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY })
   await addUser(app, 'ann@example.com', PASSWORD)
   const watch = watchArgon2(t)
   let maxPending = 0
@@ -300,7 +300,7 @@ t.test('runs at most two argon2 hashes at once under concurrent logins (one on t
 })
 
 t.test('answers 503 "Server busy" with Retry-After and no stack when the hash queue is full', async (t) => {
-  const app = await startServer(t, { env: ROOMY, hashConcurrency: 1, hashMaxQueue: 1 })
+  const app = await buildApp(t, { env: ROOMY, hashConcurrency: 1, hashMaxQueue: 1 })
   await addUser(app, 'ann@example.com', PASSWORD)
   const replies = await Promise.all(Array.from({ length: 6 }, (_, i) => login(app, { email: `nobody${i}@example.com`, password: PASSWORD })))
   const busy = replies.filter((r) => r.status === 503)
@@ -317,7 +317,7 @@ t.test('answers 503 "Server busy" with Retry-After and no stack when the hash qu
 })
 
 t.test('a login turned away by the full hash queue (503) is not counted as a failed attempt', async (t) => {
-  const app = await startServer(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' }, hashConcurrency: 1, hashMaxQueue: 1 })
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' }, hashConcurrency: 1, hashMaxQueue: 1 })
   await addUser(app, 'ann@example.com', PASSWORD)
   // one hash running and one queued: the queue is full
   const others = Promise.all([0, 1].map((i) => login(app, { email: `nobody${i}@example.com`, password: PASSWORD })))
@@ -334,7 +334,7 @@ t.test('a login turned away by the full hash queue (503) is not counted as a fai
 })
 
 t.test('counts login outcomes in the metrics', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/15m' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/15m' } })
   await addUser(app, 'ann@example.com', PASSWORD)
   await addUser(app, 'dis@example.com', PASSWORD, { disabled: true })
   await login(app, { email: 'ann@example.com', password: PASSWORD })
@@ -342,7 +342,7 @@ t.test('counts login outcomes in the metrics', async (t) => {
   await login(app, { email: 'dis@example.com', password: PASSWORD })
   await login(app, {})
   for (let i = 0; i < 4; i++) await login(app, { email: 'ann@example.com', password: 'wrong' })
-  const text = (await call(app.url, 'GET', '/metrics')).text
+  const text = (await call(app, 'GET', '/metrics')).text
   t.match(text, /^authd_login_total\{outcome="success"\} 1$/m)
   // unknown email, disabled user and wrong password are one outcome: /metrics tells no email's existence
   t.match(text, /^authd_login_total\{outcome="invalid_credentials"\} 5$/m)

@@ -1,10 +1,10 @@
 /**
- * POST /api/auth/logout over a real socket with a cookie jar (README, "Call the API"): the session
+ * POST /api/auth/logout, injected into the handler, with a cookie jar (README, "Call the API"): the session
  * ends at once, the cookie is cleared with its own attributes, idempotent, and {"all":true}.
  */
 import { setTimeout } from 'node:timers/promises'
 import t from 'tap'
-import { addUser, call, CookieJar, openTestStore, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, call, CookieJar, openTestStore, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
 
 const EMAIL = 'lou@example.com'
@@ -23,8 +23,8 @@ interface Signed {
   sid: string
 }
 
-async function login(app: TestServer, email = EMAIL, password = PASSWORD, headers: Record<string, string> = {}): Promise<Signed> {
-  const res = await call(app.url, 'POST', '/api/auth/login', { json: { email, password }, headers })
+async function login(app: TestApp, email = EMAIL, password = PASSWORD, headers: Record<string, string> = {}): Promise<Signed> {
+  const res = await call(app, 'POST', '/api/auth/login', { json: { email, password }, headers })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
   const jar = new CookieJar(COOKIE)
   jar.take(res)
@@ -33,15 +33,15 @@ async function login(app: TestServer, email = EMAIL, password = PASSWORD, header
   return { jar, accessToken, sid }
 }
 
-const logout = (app: TestServer, jar: CookieJar | undefined, json?: unknown): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/logout', { headers: jar?.header() ?? {}, json })
-const me = (app: TestServer, s: Signed): Promise<Reply> =>
-  call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
-const refresh = (app: TestServer, jar: CookieJar): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+const logout = (app: TestApp, jar: CookieJar | undefined, json?: unknown): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/logout', { headers: jar?.header() ?? {}, json })
+const me = (app: TestApp, s: Signed): Promise<Reply> =>
+  call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${s.accessToken}` } })
+const refresh = (app: TestApp, jar: CookieJar): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })
 
 t.test('logout ends the session at once: its refresh token and its access tokens', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
   const b = await login(app)
@@ -72,7 +72,7 @@ t.test('logout ends the session at once: its refresh token and its access tokens
 })
 
 t.test('logout after refreshes ends the session for every token of it', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
   const rt0 = a.jar.value!
@@ -88,7 +88,7 @@ t.test('logout after refreshes ends the session for every token of it', async (t
 })
 
 t.test('logout is idempotent and reveals nothing: no cookie, unknown or junk cookie, twice', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const other = await login(app)
   const cases: Array<[string, CookieJar | undefined]> = [
@@ -112,7 +112,7 @@ t.test('logout is idempotent and reveals nothing: no cookie, unknown or junk coo
 })
 
 t.test('{"all":true} ends every session of the cookie\'s user, and only theirs', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   await addUser(app, 'kim@example.com', PASSWORD)
   const sessions = [await login(app), await login(app), await login(app)]
@@ -133,7 +133,7 @@ t.test('{"all":true} ends every session of the cookie\'s user, and only theirs',
 })
 
 t.test('only a literal true means all', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
   const b = await login(app)
@@ -143,7 +143,7 @@ t.test('only a literal true means all', async (t) => {
 })
 
 t.test('login always starts a fresh session, even when an old cookie is presented', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
   const b = await login(app, EMAIL, PASSWORD, a.jar.header())
@@ -167,7 +167,7 @@ t.test('a logout is answered only once the revocation is written', async (t) => 
       return removed
     },
   }
-  const app = await startServer(t, { store })
+  const app = await buildApp(t, { store })
   await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
   const res = await logout(app, a.jar)
@@ -177,10 +177,10 @@ t.test('a logout is answered only once the revocation is written', async (t) => 
 })
 
 t.test('a malformed logout body is a 400 and ends nothing', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const a = await login(app)
-  const res = await call(app.url, 'POST', '/api/auth/logout', {
+  const res = await call(app, 'POST', '/api/auth/logout', {
     headers: { ...a.jar.header(), 'content-type': 'application/json' },
     body: '{"all":',
   })

@@ -1,20 +1,20 @@
 /**
- * A JWT attack corpus against GET /api/auth/me over a real socket. Every crafted token must get
+ * A JWT attack corpus against GET /api/auth/me, injected into the handler. Every crafted token must get
  * 401 "Invalid or expired access token" with WWW-Authenticate: Bearer error="invalid_token".
  * Where an attack needs a valid signature, the token is signed with the app's real active key,
  * and a control test shows that the same crafting, without the attack, is accepted.
  */
 import { createHmac, createPublicKey, generateKeyPairSync } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, call, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 import { activeKey, b64url, craft, craftHs256, decode, highSTwin, signer, signWith } from '../helpers/jwt.js'
 
 const PASSWORD = 'correct horse battery'
 
-const me = (app: TestServer, token: string): Promise<Reply> => call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
+const me = (app: TestApp, token: string): Promise<Reply> => call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
 
-async function loginToken(app: TestServer, email: string): Promise<string> {
-  const r = await call(app.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+async function loginToken(app: TestApp, email: string): Promise<string> {
+  const r = await call(app, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
   if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
   return r.body.data.accessToken as string
 }
@@ -28,7 +28,7 @@ function rejected(t: Test, r: Reply): void {
 
 for (const alg of ['ES256', 'RS256'] as const) {
   t.test(`with ${alg} keys`, async (t) => {
-    const app = await startServer(t, { env: { AUTHD_TOKENS_ALGORITHM: alg, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m' } })
+    const app = await buildApp(t, { env: { AUTHD_TOKENS_ALGORITHM: alg, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m' } })
     await addUser(app, 'ann@example.com', PASSWORD)
     await addUser(app, 'bob@example.com', PASSWORD)
     const token = await loginToken(app, 'ann@example.com')

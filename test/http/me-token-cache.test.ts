@@ -4,8 +4,10 @@
  * makes them, from outside the daemon: through a second handle on the data directory, and end to
  * end with the real `authd start` and `authctl` processes.
  */
+// The end-to-end test runs the real daemon (a socket) because authctl, another process, makes the change.
 import t, { type Test } from 'tap'
-import { addUser, buildApp, call, openTestStore, spawnDaemon, startServer, type Reply } from '../helpers/app.js'
+import { addUser, buildApp, call, openTestStore, type Reply, type Target } from '../helpers/app.js'
+import { spawnDaemon } from '../helpers/daemon.js'
 import { decode } from '../helpers/jwt.js'
 import { runCtl } from '../cli/run.js'
 import { createAccessTokens } from '../../src/core/access-tokens.js'
@@ -15,16 +17,16 @@ import type { Store } from '../../src/store/store.js'
 
 const PASSWORD = 'correct horse battery'
 
-const me = (url: string, token: string): Promise<Reply> => call(url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
+const me = (url: Target, token: string): Promise<Reply> => call(url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
 
-async function login(url: string, email: string): Promise<string> {
+async function login(url: Target, email: string): Promise<string> {
   const r = await call(url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
   if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
   return r.body.data.accessToken as string
 }
 
 /** /me twice with 200: the second answer comes from the cache */
-async function warm(t: Test, url: string, token: string): Promise<void> {
+async function warm(t: Test, url: Target, token: string): Promise<void> {
   t.equal((await me(url, token)).status, 200, 'accepted')
   t.equal((await me(url, token)).status, 200, 'accepted again (cached)')
 }
@@ -46,54 +48,54 @@ const settle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve,
 const admin = (t: Test, dir: string): Promise<Store> => openTestStore(t, dir)
 
 t.test('through a second handle on the data directory', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
   const bob = await addUser(app, 'bob@example.com', PASSWORD)
   const other = await admin(t, app.dir)
 
   t.test('refuses a cached token once its session is revoked', async (t) => {
-    const token = await login(app.url, 'ann@example.com')
-    const kept = await login(app.url, 'ann@example.com')
-    await warm(t, app.url, token)
-    await warm(t, app.url, kept)
+    const token = await login(app, 'ann@example.com')
+    const kept = await login(app, 'ann@example.com')
+    await warm(t, app, token)
+    await warm(t, app, kept)
     t.ok(await other.revokeSession(decode(token).payload.sid as string))
     await settle()
-    refused(t, await me(app.url, token))
-    t.equal((await me(app.url, kept)).status, 200, 'the other session is untouched')
+    refused(t, await me(app, token))
+    t.equal((await me(app, kept)).status, 200, 'the other session is untouched')
   })
 
   t.test('refuses a cached token once its user is disabled, and accepts it once enabled', async (t) => {
-    const token = await login(app.url, 'bob@example.com')
-    await warm(t, app.url, token)
+    const token = await login(app, 'bob@example.com')
+    await warm(t, app, token)
     await other.updateUser(bob.id, (u) => ({ ...u, disabled: true }))
     await settle()
-    refused(t, await me(app.url, token))
+    refused(t, await me(app, token))
     await other.updateUser(bob.id, (u) => ({ ...u, disabled: false }))
     await settle()
-    t.equal((await me(app.url, token)).status, 200)
+    t.equal((await me(app, token)).status, 200)
   })
 
   t.test('refuses a cached token once its key is revoked', async (t) => {
-    const old = await login(app.url, 'ann@example.com')
-    await warm(t, app.url, old)
+    const old = await login(app, 'ann@example.com')
+    await warm(t, app, old)
     const oldKid = decode(old).header.kid as string
     await other.rotateKey(generateKey('ES256', Date.now()), Date.now())
     await settle()
-    const fresh = await login(app.url, 'ann@example.com')
+    const fresh = await login(app, 'ann@example.com')
     t.not(decode(fresh).header.kid, oldKid)
-    await warm(t, app.url, old)
+    await warm(t, app, old)
     t.ok(await other.deleteKey(oldKid))
     await settle()
-    refused(t, await me(app.url, old))
-    t.equal((await me(app.url, fresh)).status, 200, 'tokens of the new key still verify')
+    refused(t, await me(app, old))
+    t.equal((await me(app, fresh)).status, 200, 'tokens of the new key still verify')
   })
 
   t.test('refuses a cached token once its user is deleted', async (t) => {
-    const token = await login(app.url, 'ann@example.com')
-    await warm(t, app.url, token)
+    const token = await login(app, 'ann@example.com')
+    await warm(t, app, token)
     t.ok(await other.deleteUser(ann.id))
     await settle()
-    refused(t, await me(app.url, token))
+    refused(t, await me(app, token))
   })
 })
 
@@ -138,23 +140,23 @@ t.test('a session /me remembers still runs out on time, with no write to tell it
     [{ AUTHD_SESSIONS_ABSOLUTE_TTL: '5m' }, 5 * 60_000],
   ] as const) {
     const clock = { now: Date.now() }
-    const app = await startServer(t, { env, now: () => clock.now })
+    const app = await buildApp(t, { env, now: () => clock.now })
     await addUser(app, 'ann@example.com', PASSWORD)
-    const token = await login(app.url, 'ann@example.com')
-    await warm(t, app.url, token)
+    const token = await login(app, 'ann@example.com')
+    await warm(t, app, token)
     clock.now += ttl - 1
-    t.equal((await me(app.url, token)).status, 200, `live just before ${Object.keys(env)[0]}`)
+    t.equal((await me(app, token)).status, 200, `live just before ${Object.keys(env)[0]}`)
     clock.now += 1
-    refused(t, await me(app.url, token))
+    refused(t, await me(app, token))
   }
 })
 
 t.test('a write to something else is no reason to refuse: the session is read again and still live', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const other = await admin(t, app.dir)
-  const token = await login(app.url, 'ann@example.com')
-  await warm(t, app.url, token)
+  const token = await login(app, 'ann@example.com')
+  await warm(t, app, token)
   // the store's version, as /me's read answers it (core/me-view.ts)
   const version = async (): Promise<number> => (await app.store.meRead([], -1, new Set())).version
   const before = await version()
@@ -162,8 +164,8 @@ t.test('a write to something else is no reason to refuse: the session is read ag
   await other.updateUser((await other.getUserByEmail('bob@example.com'))!.id, (u) => ({ ...u, disabled: true }))
   await settle()
   t.not(await version(), before)
-  t.equal((await me(app.url, token)).status, 200)
-  t.equal((await me(app.url, token)).status, 200)
+  t.equal((await me(app, token)).status, 200)
+  t.equal((await me(app, token)).status, 200)
 })
 
 t.test(`remembers at most ${SESSIONS_REMEMBERED} sessions, and answers the same for one it forgot`, async (t) => {
@@ -206,19 +208,19 @@ t.test(`remembers at most ${SESSIONS_REMEMBERED} sessions, and answers the same 
 })
 
 t.test("answers with the user's new email on the next /me once it is changed, and the same body while it is not", async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const ann = await addUser(app, 'ann@example.com', PASSWORD)
   const other = await admin(t, app.dir)
-  const token = await login(app.url, 'ann@example.com')
-  const first = await me(app.url, token)
-  const again = await me(app.url, token)
+  const token = await login(app, 'ann@example.com')
+  const first = await me(app, token)
+  const again = await me(app, token)
   t.same(first.body, { success: true, data: { id: ann.id, email: 'ann@example.com', mfaEnabled: false } })
   t.equal(again.text, first.text, 'the same body')
   await other.updateUser(ann.id, (u) => ({ ...u, email: 'ann.new@example.com' }))
   await settle()
-  t.same((await me(app.url, token)).body, { success: true, data: { id: ann.id, email: 'ann.new@example.com', mfaEnabled: false } })
-  const head = await call(app.url, 'HEAD', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
+  t.same((await me(app, token)).body, { success: true, data: { id: ann.id, email: 'ann.new@example.com', mfaEnabled: false } })
+  const head = await call(app, 'HEAD', '/api/auth/me', { headers: { authorization: `Bearer ${token}` } })
   t.equal(head.status, 200)
   t.equal(head.text, '', 'HEAD: headers only')
-  t.equal(Number(head.headers['content-length']), Buffer.byteLength((await me(app.url, token)).text), 'with the length of the GET body')
+  t.equal(Number(head.headers['content-length']), Buffer.byteLength((await me(app, token)).text), 'with the length of the GET body')
 })

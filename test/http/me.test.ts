@@ -1,21 +1,20 @@
 /**
- * GET /api/auth/me over a real socket (README, "Call the API"): the 200 read from the store, the
+ * GET /api/auth/me, injected into the handler (README, "Call the API"): the 200 read from the store, the
  * "Unauthorized" row for a missing or malformed Authorization header, and the "Invalid or expired
  * access token" row for tokens of sessions or users that are gone.
  */
 import t, { type Test } from 'tap'
-import { addUser, buildApp, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
-import { listen } from '../../src/daemon/server.js'
+import { addUser, buildApp, call, type Reply, type Target } from '../helpers/app.js'
 
 const PASSWORD = 'correct horse battery'
 
-const login = async (app: TestServer, email: string): Promise<{ token: string; userId: string }> => {
-  const r = await call(app.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+const login = async (app: Target, email: string): Promise<{ token: string; userId: string }> => {
+  const r = await call(app, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
   if (r.status !== 200) throw new Error(`login failed: ${r.status} ${r.text}`)
   return { token: r.body.data.accessToken as string, userId: r.body.data.user.id as string }
 }
 
-const me = (app: { url: string }, headers: Record<string, string> = {}, path = '/api/auth/me'): Promise<Reply> => call(app.url, 'GET', path, { headers })
+const me = (app: Target, headers: Record<string, string> = {}, path = '/api/auth/me'): Promise<Reply> => call(app, 'GET', path, { headers })
 
 const sid = (token: string): string => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
 
@@ -34,7 +33,7 @@ function isInvalidToken(t: Test, r: Reply): void {
 }
 
 t.test('answers the user read from the store, with the envelope headers', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   const r = await me(app, { authorization: `Bearer ${token}` })
@@ -47,7 +46,7 @@ t.test('answers the user read from the store, with the envelope headers', async 
 })
 
 t.test('shows a changed email at once, since it reads the store and not the token', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'old@example.com', PASSWORD)
   const { token } = await login(app, 'old@example.com')
   await app.store.updateUser(user.id, (u) => ({ ...u, email: 'new@example.com' }))
@@ -56,7 +55,7 @@ t.test('shows a changed email at once, since it reads the store and not the toke
 })
 
 t.test('accepts the Bearer scheme in any case and with extra spaces', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const { token, userId } = await login(app, 'ann@example.com')
   for (const header of [`Bearer ${token}`, `bearer ${token}`, `BEARER ${token}`, `bEaReR ${token}`, `Bearer   ${token}`]) {
@@ -67,7 +66,7 @@ t.test('accepts the Bearer scheme in any case and with extra spaces', async (t) 
 })
 
 t.test('answers 401 Unauthorized with WWW-Authenticate: Bearer when no token is presented', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   const cases: Array<[string, Record<string, string>]> = [
@@ -87,7 +86,7 @@ t.test('answers 401 Unauthorized with WWW-Authenticate: Bearer when no token is 
 })
 
 t.test('ignores a token in the query string', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   for (const q of [`access_token=${token}`, `token=${token}`, `authorization=Bearer%20${token}`]) {
@@ -98,7 +97,7 @@ t.test('ignores a token in the query string', async (t) => {
 })
 
 t.test('rejects the access token of a revoked (logged-out) session', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const a = await login(app, 'ann@example.com')
   const b = await login(app, 'ann@example.com')
@@ -109,19 +108,19 @@ t.test('rejects the access token of a revoked (logged-out) session', async (t) =
 })
 
 t.test('rejects the access token of a session ended by logout', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
-  const r = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const r = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   // the refresh cookie comes first, the device cookie after it
   const cookie = ([r.headers['set-cookie']].flat()[0] as string).split(';')[0]!
   const token = r.body.data.accessToken as string
-  const out = await call(app.url, 'POST', '/api/auth/logout', { headers: { cookie } })
+  const out = await call(app, 'POST', '/api/auth/logout', { headers: { cookie } })
   t.equal(out.status, 200)
   isInvalidToken(t, await me(app, { authorization: `Bearer ${token}` }))
 })
 
 t.test('rejects the access token of a deleted user', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   t.ok(await app.store.deleteUser(user.id))
@@ -129,7 +128,7 @@ t.test('rejects the access token of a deleted user', async (t) => {
 })
 
 t.test('rejects the access token of a disabled user, and accepts it again once enabled', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   await app.store.updateUser(user.id, (u) => ({ ...u, disabled: true }))
@@ -141,39 +140,33 @@ t.test('rejects the access token of a disabled user, and accepts it again once e
 t.test('rejects a token once it has expired, allowing the configured clock tolerance', async (t) => {
   let now = Date.now()
   const app = await buildApp(t, { now: () => now })
-  const running = await listen(app, '127.0.0.1', 0)
-  t.teardown(() => running.stop(1000))
-  const server = { ...app, url: running.url, port: running.port }
   await addUser(app, 'ann@example.com', PASSWORD)
-  const { token } = await login(server, 'ann@example.com')
+  const { token } = await login(app, 'ann@example.com')
   const start = now
   now = start + 15 * 60_000 + 4_000
-  t.equal((await me(server, { authorization: `Bearer ${token}` })).status, 200, 'within the 5 s tolerance past exp')
+  t.equal((await me(app, { authorization: `Bearer ${token}` })).status, 200, 'within the 5 s tolerance past exp')
   now = start + 15 * 60_000 + 6_000
-  isInvalidToken(t, await me(server, { authorization: `Bearer ${token}` }))
+  isInvalidToken(t, await me(app, { authorization: `Bearer ${token}` }))
 })
 
 t.test('rejects a token whose session has idled out', async (t) => {
   let now = Date.now()
   const app = await buildApp(t, { now: () => now, env: { AUTHD_SESSIONS_IDLE_TTL: '10m', AUTHD_TOKENS_ACCESS_TTL: '15m' } })
-  const running = await listen(app, '127.0.0.1', 0)
-  t.teardown(() => running.stop(1000))
-  const server = { ...app, url: running.url, port: running.port }
   await addUser(app, 'ann@example.com', PASSWORD)
-  const { token } = await login(server, 'ann@example.com')
+  const { token } = await login(app, 'ann@example.com')
   now += 11 * 60_000
-  isInvalidToken(t, await me(server, { authorization: `Bearer ${token}` }))
+  isInvalidToken(t, await me(app, { authorization: `Bearer ${token}` }))
 })
 
 t.test('counts me outcomes in the metrics', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)
   const { token } = await login(app, 'ann@example.com')
   await me(app, { authorization: `Bearer ${token}` })
   await me(app, {})
   await me(app, { authorization: 'Bearer nope' })
   await me(app, { authorization: 'Bearer nope' })
-  const text = (await call(app.url, 'GET', '/metrics')).text
+  const text = (await call(app, 'GET', '/metrics')).text
   t.match(text, /^authd_me_total\{outcome="success"\} 1$/m)
   t.match(text, /^authd_me_total\{outcome="missing"\} 1$/m)
   t.match(text, /^authd_me_total\{outcome="invalid"\} 2$/m)

@@ -1,12 +1,12 @@
 /**
- * The TOTP second factor over a real socket (README, "Second factor"): setup, confirm, disable and
+ * The TOTP second factor, injected into the handler (README, "Second factor"): setup, confirm, disable and
  * new recovery codes; a login answered with mfaRequired, then POST /api/auth/login/mfa; every
  * status and message of those endpoints, real argon2 and a real store. The clock is the test's,
  * so codes are computed for known steps.
  */
 import t from 'tap'
 import { codeAt, stepAt } from '../../src/core/totp.js'
-import { addUser, ageLimits, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, ageLimits, call, CookieJar, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const PASSWORD = 'correct horse battery'
 const REFRESH = '__Host-authd_rt'
@@ -29,54 +29,54 @@ const cookies = (r: Reply): string[] => {
   return sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]
 }
 
-async function app(t: Parameters<typeof startServer>[0], env: Record<string, string> = {}): Promise<TestServer & { clock: Clock }> {
+async function app(t: Parameters<typeof buildApp>[0], env: Record<string, string> = {}): Promise<TestApp & { clock: Clock }> {
   const c = clock()
-  const server = await startServer(t, { now: c.now, env })
+  const server = await buildApp(t, { now: c.now, env })
   return Object.assign(server, { clock: c })
 }
 
-async function login(a: TestServer, email: string, password = PASSWORD, headers: Record<string, string> = {}): Promise<Reply> {
-  return call(a.url, 'POST', '/api/auth/login', { json: { email, password }, headers })
+async function login(a: TestApp, email: string, password = PASSWORD, headers: Record<string, string> = {}): Promise<Reply> {
+  return call(a, 'POST', '/api/auth/login', { json: { email, password }, headers })
 }
 
 /** a user with the factor on: its secret, recovery codes, and an access token of a password-only session */
-async function withFactor(a: TestServer & { clock: Clock }, email: string): Promise<{ secret: string; recoveryCodes: string[]; token: string; userId: string }> {
+async function withFactor(a: TestApp & { clock: Clock }, email: string): Promise<{ secret: string; recoveryCodes: string[]; token: string; userId: string }> {
   const user = await addUser(a, email, PASSWORD)
   const token = (await login(a, email)).body.data.accessToken as string
-  const setup = await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
+  const setup = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
   const secret = setup.body.data.secret as string
-  const confirm = await call(a.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json: { code: codeAt(secret, stepAt(a.clock.at)) } })
+  const confirm = await call(a, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json: { code: codeAt(secret, stepAt(a.clock.at)) } })
   if (confirm.status !== 200) throw new Error(`confirm: ${confirm.text}`)
   // later steps: the confirming code's step is used
   a.clock.at += 30_000
   return { secret, recoveryCodes: confirm.body.data.recoveryCodes as string[], token, userId: user.id }
 }
 
-const mfaToken = async (a: TestServer, email: string): Promise<string> => {
+const mfaToken = async (a: TestApp, email: string): Promise<string> => {
   const r = await login(a, email)
   if (r.body?.data?.mfaRequired !== true) throw new Error(`login: ${r.text}`)
   return r.body.data.mfaToken as string
 }
-const second = (a: TestServer, body: unknown, headers: Record<string, string> = {}): Promise<Reply> => call(a.url, 'POST', '/api/auth/login/mfa', { json: body, headers })
+const second = (a: TestApp, body: unknown, headers: Record<string, string> = {}): Promise<Reply> => call(a, 'POST', '/api/auth/login/mfa', { json: body, headers })
 
 t.test('setup answers a new 160-bit secret and its otpauth URL; nothing changes until confirmed; a new setup replaces it', async (t) => {
   const a = await app(t)
   await addUser(a, 'ann+x@example.com', PASSWORD)
   const token = (await login(a, 'ann+x@example.com')).body.data.accessToken as string
-  const r = await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
+  const r = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
   t.equal(r.status, 200)
   t.equal(r.headers['cache-control'], 'no-store')
   t.same(Object.keys(r.body.data).sort(), ['otpauthUrl', 'secret'])
   const { secret, otpauthUrl } = r.body.data as { secret: string; otpauthUrl: string }
   t.match(secret, /^[A-Z2-7]{32}$/, '160 bits of base32')
   t.equal(otpauthUrl, `otpauth://totp/authd:ann%2Bx%40example.com?secret=${secret}&issuer=authd&algorithm=SHA1&digits=6&period=30`)
-  t.same((await call(a.url, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, false, 'not on before confirm')
+  t.same((await call(a, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, false, 'not on before confirm')
   t.equal((await login(a, 'ann+x@example.com')).body.data.mfaRequired, undefined, 'a login still signs in with the password alone')
 
-  const again = await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
+  const again = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
   t.equal(again.status, 200)
   t.not(again.body.data.secret, secret, 'a new setup, a new secret')
-  const old = await call(a.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json: { code: codeAt(secret, stepAt(a.clock.at)) } })
+  const old = await call(a, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json: { code: codeAt(secret, stepAt(a.clock.at)) } })
   t.same([old.status, old.body], [400, { success: false, message: 'Invalid code' }], 'the replaced setup is gone')
 })
 
@@ -84,7 +84,7 @@ t.test('the issuer is mfa.issuer, encoded', async (t) => {
   const a = await app(t, { AUTHD_MFA_ISSUER: 'Example Co & Sons' })
   await addUser(a, 'ann@example.com', PASSWORD)
   const token = (await login(a, 'ann@example.com')).body.data.accessToken as string
-  const r = await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
+  const r = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
   t.match(r.body.data.otpauthUrl, /^otpauth:\/\/totp\/Example%20Co%20%26%20Sons:ann%40example\.com\?secret=[A-Z2-7]{32}&issuer=Example%20Co%20%26%20Sons&algorithm=SHA1&digits=6&period=30$/)
 })
 
@@ -92,10 +92,10 @@ t.test('confirm: 409 without a setup, 400 for a wrong code, then ten recovery co
   const a = await app(t)
   await addUser(a, 'ann@example.com', PASSWORD)
   const token = (await login(a, 'ann@example.com')).body.data.accessToken as string
-  const confirm = (json: unknown): Promise<Reply> => call(a.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json })
+  const confirm = (json: unknown): Promise<Reply> => call(a, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(token), json })
   t.same((await confirm({ code: '123456' })).body, { success: false, message: 'No two-factor setup in progress' })
   t.equal((await confirm({ code: '123456' })).status, 409)
-  const secret = (await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })).body.data.secret as string
+  const secret = (await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })).body.data.secret as string
   const step = stepAt(a.clock.at)
   const wrong = codeAt(secret, step) === '000000' ? '000001' : '000000'
   for (const body of [{ code: wrong }, {}, { code: 123456 }, { code: '' }, { code: codeAt(secret, step + 2) }, { code: codeAt(secret, step - 2) }]) {
@@ -107,14 +107,14 @@ t.test('confirm: 409 without a setup, 400 for a wrong code, then ten recovery co
   t.same(Object.keys(ok.body.data), ['recoveryCodes'])
   t.equal(ok.body.data.recoveryCodes.length, 10)
   for (const c of ok.body.data.recoveryCodes) t.match(c, /^[a-z2-7]{5}-[a-z2-7]{5}$/)
-  t.equal((await call(a.url, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, true, '/me says it is on')
+  t.equal((await call(a, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, true, '/me says it is on')
   const stored = (await a.store.getUserByEmail('ann@example.com'))!
   t.equal(stored.mfaSetup, undefined)
   t.equal(stored.mfa!.secret, secret)
   t.equal(stored.mfa!.lastStep, step + 1, 'the confirming step counts as used')
   for (const c of ok.body.data.recoveryCodes) t.notOk(JSON.stringify(stored).includes(c.replace('-', '')) || JSON.stringify(stored).includes(c), 'only hashes are stored')
   t.same((await confirm({ code: codeAt(secret, step + 1) })).body, { success: false, message: 'No two-factor setup in progress' }, 'once confirmed')
-  const setup = await call(a.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
+  const setup = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(token) })
   t.same([setup.status, setup.body], [409, { success: false, message: 'Two-factor authentication is already enabled' }])
 })
 
@@ -152,7 +152,7 @@ t.test('login/mfa with a TOTP code: signs in with both cookies and amr pwd+otp+m
   t.ok(set.some((c) => c.startsWith(`${REFRESH}=`) && /HttpOnly/.test(c) && /Secure/.test(c)), 'the refresh cookie')
   t.ok(set.some((c) => c.startsWith(`${DEVICE}=`)), 'the device cookie')
   t.same(claims(r.body.data.accessToken).amr, ['pwd', 'otp', 'mfa'])
-  t.equal((await call(a.url, 'GET', '/api/auth/me', { headers: bearer(r.body.data.accessToken) })).body.data.mfaEnabled, true)
+  t.equal((await call(a, 'GET', '/api/auth/me', { headers: bearer(r.body.data.accessToken) })).body.data.mfaEnabled, true)
 
   const reused = await second(a, { mfaToken: token, code: codeAt(secret, stepAt(a.clock.at) + 1) })
   t.same([reused.status, reused.body], [401, { success: false, message: 'Invalid or expired MFA token' }], 'a used mfaToken')
@@ -201,7 +201,7 @@ t.test('login/mfa: 400 when the token or the code is missing, or both codes are 
     const r = await second(a, body)
     t.same([r.status, r.body], [400, { success: false, message: 'MFA token and code are required' }], JSON.stringify(body).slice(0, 60))
   }
-  const json = await call(a.url, 'POST', '/api/auth/login/mfa', { body: '{', headers: { 'content-type': 'application/json' } })
+  const json = await call(a, 'POST', '/api/auth/login/mfa', { body: '{', headers: { 'content-type': 'application/json' } })
   t.same([json.status, json.body], [400, { success: false, message: 'Invalid JSON body' }])
 })
 
@@ -292,17 +292,17 @@ t.test('disable: 409 when off, 403 for a wrong password, then off, and a login s
   const a = await app(t)
   await addUser(a, 'bob@example.com', PASSWORD)
   const bobToken = (await login(a, 'bob@example.com')).body.data.accessToken as string
-  const off = await call(a.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(bobToken), json: { password: PASSWORD } })
+  const off = await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(bobToken), json: { password: PASSWORD } })
   t.same([off.status, off.body], [409, { success: false, message: 'Two-factor authentication is not enabled' }])
 
   const { token } = await withFactor(a, 'ann@example.com')
   for (const json of [{ password: 'wrong password here' }, {}, { password: 5 }]) {
-    const r = await call(a.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json })
+    const r = await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json })
     t.same([r.status, r.body], [403, { success: false, message: 'Current password is incorrect' }], JSON.stringify(json))
   }
-  const r = await call(a.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: PASSWORD } })
+  const r = await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: PASSWORD } })
   t.same([r.status, r.body], [200, { success: true, data: {} }])
-  t.equal((await call(a.url, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, false)
+  t.equal((await call(a, 'GET', '/api/auth/me', { headers: bearer(token) })).body.data.mfaEnabled, false)
   const plain = await login(a, 'ann@example.com')
   t.ok(plain.body.data.accessToken, 'a password alone signs in again')
   t.same(claims(plain.body.data.accessToken).amr, ['pwd'])
@@ -314,10 +314,10 @@ t.test('a wrong password at disable counts as a failed login: the login limits a
   // the setup's login used none of the budget (a success clears it)
   const statuses: number[] = []
   for (let i = 0; i < 4; i++) {
-    statuses.push((await call(a.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: 'wrong password here' } })).status)
+    statuses.push((await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: 'wrong password here' } })).status)
   }
   t.same(statuses, [403, 403, 403, 429])
-  const r = await call(a.url, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: PASSWORD } })
+  const r = await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers: bearer(token), json: { password: PASSWORD } })
   t.same([r.status, r.body.message], [429, 'Too many login attempts'], 'not checked while spent')
   t.match(r.headers['retry-after'], /^\d+$/)
   t.equal((await login(a, 'ann@example.com')).status, 429, 'and the login itself is limited')
@@ -327,13 +327,13 @@ t.test('recovery-codes: 409 when off, 403 for a wrong password, then ten new cod
   const a = await app(t)
   await addUser(a, 'bob@example.com', PASSWORD)
   const bobToken = (await login(a, 'bob@example.com')).body.data.accessToken as string
-  const off = await call(a.url, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(bobToken), json: { password: PASSWORD } })
+  const off = await call(a, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(bobToken), json: { password: PASSWORD } })
   t.same([off.status, off.body], [409, { success: false, message: 'Two-factor authentication is not enabled' }])
 
   const { token, recoveryCodes } = await withFactor(a, 'ann@example.com')
-  const wrong = await call(a.url, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(token), json: { password: 'wrong password here' } })
+  const wrong = await call(a, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(token), json: { password: 'wrong password here' } })
   t.same([wrong.status, wrong.body], [403, { success: false, message: 'Current password is incorrect' }])
-  const r = await call(a.url, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(token), json: { password: PASSWORD } })
+  const r = await call(a, 'POST', '/api/auth/mfa/recovery-codes', { headers: bearer(token), json: { password: PASSWORD } })
   t.equal(r.status, 200)
   t.equal(r.body.data.recoveryCodes.length, 10)
   t.notOk(r.body.data.recoveryCodes.some((c: string) => recoveryCodes.includes(c)), 'all new')
@@ -345,13 +345,13 @@ t.test('recovery-codes: 409 when off, 403 for a wrong password, then ten new cod
 t.test('the bearer endpoints answer /me’s 401s', async (t) => {
   const a = await app(t)
   for (const path of ['/api/auth/mfa/totp/setup', '/api/auth/mfa/totp/confirm', '/api/auth/mfa/totp/disable', '/api/auth/mfa/recovery-codes']) {
-    const none = await call(a.url, 'POST', path, { json: {} })
+    const none = await call(a, 'POST', path, { json: {} })
     t.same([none.status, none.body, none.headers['www-authenticate']], [401, { success: false, message: 'Unauthorized' }, 'Bearer'], `${path}: no token`)
-    const bad = await call(a.url, 'POST', path, { json: {}, headers: bearer('x.y.z') })
+    const bad = await call(a, 'POST', path, { json: {}, headers: bearer('x.y.z') })
     t.same([bad.status, bad.body, bad.headers['www-authenticate']], [401, { success: false, message: 'Invalid or expired access token' }, 'Bearer error="invalid_token"'], `${path}: a bad token`)
-    t.equal((await call(a.url, 'GET', path)).status, 405, `${path}: GET`)
+    t.equal((await call(a, 'GET', path)).status, 405, `${path}: GET`)
   }
-  t.equal((await call(a.url, 'GET', '/api/auth/login/mfa')).status, 405)
+  t.equal((await call(a, 'GET', '/api/auth/login/mfa')).status, 405)
 })
 
 t.test('browsers: /login/mfa refuses a foreign origin like the cookie endpoints; the bearer ones are CORS like /me', async (t) => {
@@ -361,9 +361,9 @@ t.test('browsers: /login/mfa refuses a foreign origin like the cookie endpoints;
   const foreign = await second(a, { mfaToken: token, code: codeAt(secret, stepAt(a.clock.at)) }, { origin: 'https://evil.example' })
   t.same([foreign.status, foreign.body], [403, { success: false, message: 'Forbidden origin' }])
   t.same(cookies(foreign), [])
-  const pre = await call(a.url, 'OPTIONS', '/api/auth/login/mfa', { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  const pre = await call(a, 'OPTIONS', '/api/auth/login/mfa', { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
   t.equal(pre.status, 403)
-  const setupPre = await call(a.url, 'OPTIONS', '/api/auth/mfa/totp/setup', { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
+  const setupPre = await call(a, 'OPTIONS', '/api/auth/mfa/totp/setup', { headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } })
   t.equal(setupPre.status, 204, 'a bearer endpoint has no cookie: its preflight is answered')
   t.equal(setupPre.headers['access-control-allow-origin'], undefined)
   const allowed = await second(a, { mfaToken: token, code: codeAt(secret, stepAt(a.clock.at)) }, { origin: 'https://app.example.com' })
@@ -373,7 +373,7 @@ t.test('browsers: /login/mfa refuses a foreign origin like the cookie endpoints;
 
 t.test('amr: pwd for a password login and register; a refresh keeps the session’s amr', async (t) => {
   const a = await app(t)
-  const reg = await call(a.url, 'POST', '/api/auth/register', { json: { email: 'new@example.com', password: PASSWORD } })
+  const reg = await call(a, 'POST', '/api/auth/register', { json: { email: 'new@example.com', password: PASSWORD } })
   t.same(claims(reg.body.data.accessToken).amr, ['pwd'])
   const { secret } = await withFactor(a, 'ann@example.com')
   const viaTotp = await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), code: codeAt(secret, stepAt(a.clock.at)) })
@@ -381,14 +381,14 @@ t.test('amr: pwd for a password login and register; a refresh keeps the session�
   jar.take(viaTotp)
   for (let i = 0; i < 2; i++) {
     a.clock.at += 1000
-    const r = await call(a.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+    const r = await call(a, 'POST', '/api/auth/refresh', { headers: jar.header() })
     t.equal(r.status, 200)
     jar.take(r)
     t.same(claims(r.body.data.accessToken).amr, ['pwd', 'otp', 'mfa'], `refresh ${i + 1} keeps it`)
   }
   const plainJar = new CookieJar(REFRESH)
   plainJar.take(reg)
-  const r = await call(a.url, 'POST', '/api/auth/refresh', { headers: plainJar.header() })
+  const r = await call(a, 'POST', '/api/auth/refresh', { headers: plainJar.header() })
   t.same(claims(r.body.data.accessToken).amr, ['pwd'])
 })
 
@@ -405,19 +405,19 @@ t.test('a stolen password alone never yields a cookie or a token', async (t) => 
   const first = await say(login(a, 'ann@example.com'))
   const token = first.body.data.mfaToken as string
   const guess = codeAt(secret, stepAt(a.clock.at)) === '123456' ? '654321' : '123456'
-  await say(call(a.url, 'POST', '/api/auth/login', json({ email: 'ANN@example.com ', password: PASSWORD })))
+  await say(call(a, 'POST', '/api/auth/login', json({ email: 'ANN@example.com ', password: PASSWORD })))
   await say(second(a, { mfaToken: token, code: guess }))
   await say(second(a, { mfaToken: token, recoveryCode: 'aaaaa-aaaaa' }))
   await say(second(a, { mfaToken: token }))
-  await say(call(a.url, 'POST', '/api/auth/login/mfa', json({ email: 'ann@example.com', password: PASSWORD })))
-  await say(call(a.url, 'POST', '/api/auth/register', json({ email: 'ann@example.com', password: PASSWORD })))
-  await say(call(a.url, 'POST', '/api/auth/refresh', json({ email: 'ann@example.com', password: PASSWORD })))
-  await say(call(a.url, 'POST', '/api/auth/logout', json({ email: 'ann@example.com', password: PASSWORD })))
+  await say(call(a, 'POST', '/api/auth/login/mfa', json({ email: 'ann@example.com', password: PASSWORD })))
+  await say(call(a, 'POST', '/api/auth/register', json({ email: 'ann@example.com', password: PASSWORD })))
+  await say(call(a, 'POST', '/api/auth/refresh', json({ email: 'ann@example.com', password: PASSWORD })))
+  await say(call(a, 'POST', '/api/auth/logout', json({ email: 'ann@example.com', password: PASSWORD })))
   // the mfaToken is no bearer token
   for (const path of ['/api/auth/mfa/totp/setup', '/api/auth/mfa/totp/disable', '/api/auth/mfa/recovery-codes']) {
-    await say(call(a.url, 'POST', path, { json: { password: PASSWORD }, headers: bearer(token) }))
+    await say(call(a, 'POST', path, { json: { password: PASSWORD }, headers: bearer(token) }))
   }
-  await say(call(a.url, 'GET', '/api/auth/me', { headers: bearer(token) }))
+  await say(call(a, 'GET', '/api/auth/me', { headers: bearer(token) }))
   t.equal(seen.length, 13)
   for (const r of seen) {
     t.notOk(cookies(r).some((c) => !/Max-Age=0/.test(c)), `${r.status} ${r.text.slice(0, 60)}: no cookie set`)

@@ -1,11 +1,11 @@
 /**
- * Login rate limits over a real socket (README, "Rate limits"): atomic counting before the hash,
+ * Login rate limits, injected into the handler (README, "Rate limits"): atomic counting before the hash,
  * the three login axes, Retry-After, unknown emails counted like known ones, and the limiter's
  * memory bound seen from the app. Client addresses are simulated through a trusted proxy.
  */
 import t from 'tap'
 import { AppError } from '../../src/errors.js'
-import { addUser, ageLimits, call, limiterKeys, lmdbOnly, retryAfterIs, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, ageLimits, call, limiterKeys, lmdbOnly, retryAfterIs, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const EMAIL = 'pat@example.com'
 const PASSWORD = 'copper-lantern-58'
@@ -19,8 +19,8 @@ function clock() {
   return { now: () => now, advance: (ms: number) => (now += ms) }
 }
 
-const login = (app: TestServer, email: string, password: string, ip?: string): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/login', { json: { email, password }, headers: ip === undefined ? {} : { 'x-forwarded-for': ip } })
+const login = (app: TestApp, email: string, password: string, ip?: string): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/login', { json: { email, password }, headers: ip === undefined ? {} : { 'x-forwarded-for': ip } })
 
 function tally(replies: Reply[]): Record<number, number> {
   const out: Record<number, number> = {}
@@ -32,7 +32,7 @@ for (const known of [true, false]) {
   const who = known ? 'a known email' : 'an unknown email'
   t.test(`50 concurrent wrong logins for ${who} with a limit of 5: five 401s, forty-five 429s, five hashes`, async (t) => {
     const c = clock()
-    const app = await startServer(t, {
+    const app = await buildApp(t, {
       now: c.now,
       env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '5/15m', AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/15m' },
     })
@@ -66,7 +66,7 @@ for (const known of [true, false]) {
 }
 
 t.test('the 429 of a known and an unknown email are identical', async (t) => {
-  const app = await startServer(t, { now: clock().now, env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' } })
+  const app = await buildApp(t, { now: clock().now, env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   for (const email of [EMAIL, 'nobody@example.com']) t.equal((await login(app, email, 'wrong-password')).status, 401)
   const [a, b] = [await login(app, EMAIL, 'wrong-password'), await login(app, 'nobody@example.com', 'wrong-password')]
@@ -80,7 +80,7 @@ t.test('the 429 of a known and an unknown email are identical', async (t) => {
 })
 
 t.test('per_email counts failures for one email from every IP', async (t) => {
-  const app = await startServer(t, { now: clock().now, env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' } })
+  const app = await buildApp(t, { now: clock().now, env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' } })
   await addUser(app, EMAIL, PASSWORD)
   const since = performance.now()
   for (const ip of ['198.51.100.1', '198.51.100.2', '198.51.100.3']) t.equal((await login(app, EMAIL, 'wrong-password', ip)).status, 401, ip)
@@ -92,7 +92,7 @@ t.test('per_email counts failures for one email from every IP', async (t) => {
 })
 
 t.test('per_ip_email is per client IP: another IP may still try the same email', async (t) => {
-  const app = await startServer(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' } })
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   for (let i = 0; i < 2; i++) t.equal((await login(app, EMAIL, 'wrong-password', '198.51.100.7')).status, 401)
   t.equal((await login(app, EMAIL, 'wrong-password', '198.51.100.7')).status, 429)
@@ -100,11 +100,11 @@ t.test('per_ip_email is per client IP: another IP may still try the same email',
 })
 
 t.test('per_ip counts every login request, malformed ones too', async (t) => {
-  const app = await startServer(t, { now: clock().now, env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '5/15m' } })
+  const app = await buildApp(t, { now: clock().now, env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '5/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   const ip = '203.0.113.10'
   const post = (opts: { body?: string; json?: unknown; headers?: Record<string, string> }) =>
-    call(app.url, 'POST', '/api/auth/login', { ...opts, headers: { 'x-forwarded-for': ip, ...opts.headers } })
+    call(app, 'POST', '/api/auth/login', { ...opts, headers: { 'x-forwarded-for': ip, ...opts.headers } })
   t.equal((await post({ body: '{"email":', headers: { 'content-type': 'application/json' } })).status, 400, 'broken JSON')
   t.equal((await post({ body: 'email=a', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 415, 'wrong media type')
   t.equal((await post({ body: JSON.stringify({ email: 'a@x.io', password: 'x'.repeat(20_000) }), headers: { 'content-type': 'application/json' } })).status, 413, 'too large')
@@ -121,7 +121,7 @@ t.test('per_ip counts every login request, malformed ones too', async (t) => {
 })
 
 t.test('a successful login clears the per_ip_email count', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/15m' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '3/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   for (let i = 0; i < 2; i++) t.equal((await login(app, EMAIL, 'wrong-password')).status, 401)
   t.equal((await login(app, EMAIL, PASSWORD)).status, 200)
@@ -134,7 +134,7 @@ t.test('a successful login clears the per_ip_email count', async (t) => {
 t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a new client signs in, an email keeps its failures', { skip: lmdbOnly("rate_limit.max_keys bounds the in-process limiter; PostgreSQL's keeps its counters in the database (test/store/pg-limiter.test.ts)") }, async (t) => {
   const c = clock()
   // warn: 20 000 'login rejected' lines would only slow the test down
-  const app = await startServer(t, { now: c.now, env: { ...PROXY, AUTHD_RATE_LIMIT_MAX_KEYS: '1000', AUTHD_LOG_LEVEL: 'warn', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' } })
+  const app = await buildApp(t, { now: c.now, env: { ...PROXY, AUTHD_RATE_LIMIT_MAX_KEYS: '1000', AUTHD_LOG_LEVEL: 'warn', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' } })
   await addUser(app, EMAIL, PASSWORD)
   const victim = 'victim@example.com'
   await addUser(app, victim, PASSWORD)
@@ -160,7 +160,7 @@ t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a
   const fresh = await login(app, EMAIL, PASSWORD, '192.0.2.1')
   t.equal(fresh.status, 200, 'a new client signs in while the limiter is full of live keys')
   t.equal((await login(app, victim, PASSWORD, '192.0.2.2')).status, 429, "the flood did not wipe the email's failure count")
-  const metrics = await call(app.url, 'GET', '/metrics')
+  const metrics = await call(app, 'GET', '/metrics')
   const evictions = Number(/^authd_rate_limit_evictions_total (\d+)/m.exec(metrics.text)?.[1])
   t.ok(evictions >= 19_000, `forgotten keys are counted (${evictions})`)
   const warned = app.logs.lines.filter((l) => l.event === 'rate_limit_evictions')
@@ -173,7 +173,7 @@ t.test('a full limiter refuses nobody: 20 000 client IPs stay within max_keys, a
 })
 
 t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, counted, under keys of one small size', async (t) => {
-  const app = await startServer(t, { now: clock().now, env: PROXY })
+  const app = await buildApp(t, { now: clock().now, env: PROXY })
   const keys: string[] = []
   const consume = app.limiter.consume.bind(app.limiter)
   app.limiter.consume = (entries) => {
@@ -195,13 +195,13 @@ t.test('a 16 KB email of U+FDFA is an unknown email: 401 after the dummy hash, c
 })
 
 t.test('a malformed registration and a cookie-less refresh take no limiter key', async (t) => {
-  const app = await startServer(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY })
   const before = await limiterKeys(app)
   for (let i = 0; i < 20; i++) {
     const ip = `10.0.0.${i}`
-    const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'not-an-email', password: PASSWORD }, headers: { 'x-forwarded-for': ip } })
+    const reg = await call(app, 'POST', '/api/auth/register', { json: { email: 'not-an-email', password: PASSWORD }, headers: { 'x-forwarded-for': ip } })
     t.equal(reg.status, 400)
-    const ref = await call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': ip } })
+    const ref = await call(app, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': ip } })
     t.equal(ref.status, 401)
   }
   t.equal(await limiterKeys(app), before)

@@ -3,6 +3,7 @@
  * what node's `req.headers` holds: the first of a header node keeps once, the values of a header
  * it joins in order with ", ", names in any case.
  */
+// Over a socket: the subject is what node's parser makes of the header lines as they are written.
 import { connect } from 'node:net'
 import t from 'tap'
 import { createServer, type IncomingMessage } from 'node:http'

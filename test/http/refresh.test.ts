@@ -1,10 +1,10 @@
 /**
- * POST /api/auth/refresh over a real socket with a cookie jar (README, "Call the API"): rotation,
+ * POST /api/auth/refresh, injected into the handler, with a cookie jar (README, "Call the API"): rotation,
  * reuse detection and its grace, concurrency, expiry, every status and message.
  */
 import { createHash } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { addUser, ageLimits, call, CookieJar, retryAfterIs, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, ageLimits, call, CookieJar, retryAfterIs, buildApp, type Reply, type TestApp, type Target } from '../helpers/app.js'
 
 const EMAIL = 'rita@example.com'
 const PASSWORD = 'saffron-heron-77'
@@ -24,18 +24,18 @@ function clock() {
   return { now: () => now, advance: (ms: number) => (now += ms) }
 }
 
-async function login(app: TestServer, jar: CookieJar, email = EMAIL, password = PASSWORD): Promise<Reply> {
-  const res = await call(app.url, 'POST', '/api/auth/login', { json: { email, password } })
+async function login(app: TestApp, jar: CookieJar, email = EMAIL, password = PASSWORD): Promise<Reply> {
+  const res = await call(app, 'POST', '/api/auth/login', { json: { email, password } })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
   jar.take(res)
   return res
 }
 
-const refreshWith = (app: TestServer, token: string | undefined, headers: Record<string, string> = {}): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/refresh', { headers: { ...(token === undefined ? {} : { cookie: `${COOKIE}=${token}` }), ...headers } })
+const refreshWith = (app: TestApp, token: string | undefined, headers: Record<string, string> = {}): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/refresh', { headers: { ...(token === undefined ? {} : { cookie: `${COOKIE}=${token}` }), ...headers } })
 
-const me = (app: TestServer, accessToken: string): Promise<Reply> =>
-  call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${accessToken}` } })
+const me = (app: TestApp, accessToken: string): Promise<Reply> =>
+  call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${accessToken}` } })
 
 const tokenOf = (reply: Reply): string => {
   const jar = new CookieJar(COOKIE)
@@ -54,7 +54,7 @@ function sessionIdOf(accessToken: string): string {
  */
 async function signedIn(t: Test, env: Record<string, string> = {}) {
   const c = clock()
-  const app = await startServer(t, { now: c.now, env })
+  const app = await buildApp(t, { now: c.now, env })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
@@ -62,13 +62,13 @@ async function signedIn(t: Test, env: Record<string, string> = {}) {
 }
 
 t.test('rotates on every use: a new cookie with the same attributes, and the old token is used', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
   const rt0 = jar.value!
 
-  const res = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  const res = await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })
   t.equal(res.status, 200)
   t.equal(res.headers['cache-control'], 'no-store')
   t.same(Object.keys(res.body.data).sort(), ['accessToken', 'expiresIn', 'tokenType', 'user'])
@@ -197,8 +197,8 @@ t.test('logout with any token the session had ends it; {"all":true} only with th
     c.advance(60_000)
     live = tokenOf(await refreshWith(app, live))
   }
-  const logout = (url: string, token: string, all: boolean) => call(url, 'POST', '/api/auth/logout', { json: all ? { all: true } : {}, headers: { cookie: `${COOKIE}=${token}` } })
-  const out = await logout(app.url, rt0, true)
+  const logout = (url: Target, token: string, all: boolean) => call(url, 'POST', '/api/auth/logout', { json: all ? { all: true } : {}, headers: { cookie: `${COOKIE}=${token}` } })
+  const out = await logout(app, rt0, true)
   t.equal(out.status, 200)
   t.equal(await app.store.getSession(sid), undefined, 'the login token, 35 rotations old, still names its session')
   t.equal((await refreshWith(app, live)).status, 401)
@@ -207,12 +207,12 @@ t.test('logout with any token the session had ends it; {"all":true} only with th
   const { app: app2, rt0: live2 } = await signedIn(t)
   const device = new CookieJar(COOKIE)
   await login(app2, device)
-  t.equal((await logout(app2.url, live2, true)).status, 200)
+  t.equal((await logout(app2, live2, true)).status, 200)
   t.equal((await app2.store.listSessions()).length, 0, 'the live token can')
 })
 
 t.test('20 concurrent refreshes with one token leave exactly one live successor', async (t) => {
-  const app = await startServer(t, { now: clock().now }) // still: all twenty fall inside the grace however slow the machine
+  const app = await buildApp(t, { now: clock().now }) // still: all twenty fall inside the grace however slow the machine
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
@@ -232,7 +232,7 @@ t.test('20 concurrent refreshes with one token leave exactly one live successor'
 })
 
 t.test('with no grace, concurrent refreshes never leave two live successors', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_SESSIONS_REUSE_GRACE: '0s' } })
+  const app = await buildApp(t, { env: { AUTHD_SESSIONS_REUSE_GRACE: '0s' } })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   const first = await login(app, jar)
@@ -256,7 +256,7 @@ t.test('a reuse is logged at warn with session id and ip, never the token, and c
   const rt1 = tokenOf(await refreshWith(app, rt0))
   const rt2 = tokenOf(await refreshWith(app, rt1))
   const metric = async (): Promise<number> => {
-    const text = (await call(app.url, 'GET', '/metrics')).text
+    const text = (await call(app, 'GET', '/metrics')).text
     const m = /^authd_refresh_total\{outcome="reuse"\} (\d+)$/m.exec(text)
     return m === null ? 0 : Number(m[1])
   }
@@ -278,16 +278,16 @@ t.test('a reuse is logged at warn with session id and ip, never the token, and c
 })
 
 t.test('401 Refresh token is required without a cookie', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   for (const headers of <Array<Record<string, string>>>[{}, { cookie: 'other=1' }, { cookie: `${COOKIE}=` }]) {
-    const res = await call(app.url, 'POST', '/api/auth/refresh', { headers })
+    const res = await call(app, 'POST', '/api/auth/refresh', { headers })
     t.equal(res.status, 401, JSON.stringify(headers))
     t.same(res.body, { success: false, message: 'Refresh token is required' })
   }
 })
 
 t.test('401 Invalid or expired refresh token for junk and unknown tokens, with the cookie cleared', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   for (const junk of ['junk', 'A'.repeat(43), 'A'.repeat(44), '%E2%82%AC', 'x'.repeat(3000)]) {
     const res = await refreshWith(app, junk)
     t.equal(res.status, 401, junk.slice(0, 20))
@@ -297,15 +297,15 @@ t.test('401 Invalid or expired refresh token for junk and unknown tokens, with t
 })
 
 t.test('the body of a refresh is ignored: only the cookie counts', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   await login(app, jar)
   const other = new CookieJar(COOKIE)
   await login(app, other)
-  const res = await call(app.url, 'POST', '/api/auth/refresh', { json: { refreshToken: other.value }, headers: jar.header() })
+  const res = await call(app, 'POST', '/api/auth/refresh', { json: { refreshToken: other.value }, headers: jar.header() })
   t.equal(res.status, 200)
-  const noCookie = await call(app.url, 'POST', '/api/auth/refresh', { json: { refreshToken: other.value } })
+  const noCookie = await call(app, 'POST', '/api/auth/refresh', { json: { refreshToken: other.value } })
   t.same(noCookie.body, { success: false, message: 'Refresh token is required' })
   t.equal((await refreshWith(app, other.value)).status, 200, 'the token in the body was not used')
 })
@@ -360,7 +360,7 @@ t.test('429 Too many requests above refresh.per_ip, with Retry-After, and nothin
   t.same(limited.body, { success: false, message: 'Too many requests' })
   t.ok(retryAfterIs(limited.headers['retry-after'], 300, started), `Retry-After: 300 (${limited.headers['retry-after']})`)
   t.same(setCookies(limited), [], 'no cookie set or cleared')
-  const noCookie = await call(app.url, 'POST', '/api/auth/refresh')
+  const noCookie = await call(app, 'POST', '/api/auth/refresh')
   t.equal(noCookie.status, 401, 'a request without a cookie is answered before the limit, and takes no limiter key')
   c.advance(5 * 60_000)
   await ageLimits(app, 5 * 60_000)
@@ -368,7 +368,7 @@ t.test('429 Too many requests above refresh.per_ip, with Retry-After, and nothin
 })
 
 t.test('a disabled user cannot refresh', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar(COOKIE)
   await login(app, jar)
@@ -380,15 +380,15 @@ t.test('a disabled user cannot refresh', async (t) => {
 })
 
 t.test('--dev: the rotated and cleared cookies are authd_rt without Secure', async (t) => {
-  const app = await startServer(t, { dev: true })
+  const app = await buildApp(t, { dev: true })
   await addUser(app, EMAIL, PASSWORD)
   const jar = new CookieJar('authd_rt')
-  jar.take(await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } }))
-  const res = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  jar.take(await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD } }))
+  const res = await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })
   t.equal(res.status, 200)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
   t.match(nameValue, /^authd_rt=[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}$/)
   t.same(attrs.sort(), ['HttpOnly', 'Max-Age=2592000', 'Path=/', 'SameSite=Strict'].sort())
-  const bad = await call(app.url, 'POST', '/api/auth/refresh', { headers: { cookie: 'authd_rt=junk' } })
+  const bad = await call(app, 'POST', '/api/auth/refresh', { headers: { cookie: 'authd_rt=junk' } })
   t.same(setCookies(bad), ['authd_rt=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict'])
 })

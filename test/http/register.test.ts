@@ -1,9 +1,9 @@
 /**
- * POST /api/auth/register over a real socket (README, "Call the API"): every status and message,
+ * POST /api/auth/register, injected into the handler (README, "Call the API"): every status and message,
  * the cookie it sets, canonical-email uniqueness under concurrency, and mass assignment.
  */
 import t from 'tap'
-import { ageLimits, call, CookieJar, retryAfterIs, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { ageLimits, call, CookieJar, retryAfterIs, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
 const PASSWORD = 'vermilion-otter-42'
 const ABSOLUTE_TTL_S = 30 * 24 * 3600
@@ -13,11 +13,11 @@ function setCookies(reply: Reply): string[] {
   return sc === undefined ? [] : Array.isArray(sc) ? sc : [sc]
 }
 
-const register = (app: TestServer, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
-  call(app.url, 'POST', '/api/auth/register', { json, headers })
+const register = (app: TestApp, json: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
+  call(app, 'POST', '/api/auth/register', { json, headers })
 
 t.test('registers, signs the new user in and sets the refresh cookie with the production attributes', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const res = await register(app, { email: '  Zoe@Example.COM ', password: PASSWORD })
   t.equal(res.status, 201)
   t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
@@ -43,12 +43,12 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
   t.match(stored!.passwordHash, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/)
   t.equal(await app.store.countSessions(stored!.id), 1, 'signed in: one session')
 
-  const me = await call(app.url, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${data.accessToken}` } })
+  const me = await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${data.accessToken}` } })
   t.same(me.body, { success: true, data: { id: stored!.id, email: 'zoe@example.com', mfaEnabled: false } })
 
   const jar = new CookieJar('__Host-authd_rt')
   jar.take(res)
-  const refreshed = await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  const refreshed = await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })
   t.equal(refreshed.status, 200, 'the refresh cookie from register works')
 
   t.notOk(app.logs.text().includes(PASSWORD), 'the password never reaches the log')
@@ -56,7 +56,7 @@ t.test('registers, signs the new user in and sets the refresh cookie with the pr
 })
 
 t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
-  const app = await startServer(t, { dev: true })
+  const app = await buildApp(t, { dev: true })
   const res = await register(app, { email: 'dev@example.com', password: PASSWORD })
   t.equal(res.status, 201)
   const [nameValue, ...attrs] = setCookies(res)[0]!.split('; ')
@@ -65,7 +65,7 @@ t.test('with --dev the cookie is authd_rt and not Secure', async (t) => {
 })
 
 t.test('ignores every field but email and password (mass assignment)', async (t) => {
-  const app = await startServer(t)
+  const app = await buildApp(t)
   const res = await register(app, {
     email: 'mallory@example.com',
     password: PASSWORD,
@@ -83,12 +83,12 @@ t.test('ignores every field but email and password (mass assignment)', async (t)
   t.equal(user.disabled, false)
   t.not(user.createdAt, 0)
   t.not(user.passwordHash, '$argon2id$v=19$m=19456,t=2,p=1$AAAA$AAAA')
-  const login = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'mallory@example.com', password: PASSWORD } })
+  const login = await call(app, 'POST', '/api/auth/login', { json: { email: 'mallory@example.com', password: PASSWORD } })
   t.equal(login.status, 200, 'the account is enabled and has the password sent')
 })
 
 t.test('409 for case and Unicode variants of a registered email', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   t.equal((await register(app, { email: 'a@x.io', password: PASSWORD })).status, 201)
   // full-width letters and the full-width commercial at fold to ASCII under NFKC
   for (const variant of ['A@X.io', 'a@X.IO', ' a@x.io\t', '\uff41\uff20\uff58.\uff49\uff4f', '\uff21@\uff38.io']) {
@@ -101,7 +101,7 @@ t.test('409 for case and Unicode variants of a registered email', async (t) => {
 })
 
 t.test('look-alike accounts: a U-label domain and its A-label are one account, and either form signs in', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const first = await register(app, { email: 'ann@b\u00fccher.example', password: PASSWORD })
   t.equal(first.status, 201)
   t.equal(first.body.data.user.email, 'ann@xn--bcher-kva.example', 'stored with the domain in ASCII')
@@ -111,7 +111,7 @@ t.test('look-alike accounts: a U-label domain and its A-label are one account, a
     t.same(res.body, { success: false, message: 'Email already registered' })
   }
   for (const email of ['ann@b\u00fccher.example', 'ANN@xn--bcher-kva.example']) {
-    const login = await call(app.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
+    const login = await call(app, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
     t.equal(login.status, 200, `login as ${JSON.stringify(email)}`)
     t.equal(login.body.data.user.id, first.body.data.user.id)
   }
@@ -119,7 +119,7 @@ t.test('look-alike accounts: a U-label domain and its A-label are one account, a
 })
 
 t.test('50 concurrent registrations of one email (in variants) make exactly one account', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const variants = ['race@example.com', 'RACE@example.com', 'Race@Example.Com', '\uff52ace@example.com', ' race@example.com ']
   const replies = await Promise.all(
     Array.from({ length: 50 }, (_, i) => register(app, { email: variants[i % variants.length], password: `${PASSWORD}-${i}` })),
@@ -136,7 +136,7 @@ t.test('50 concurrent registrations of one email (in variants) make exactly one 
 })
 
 t.test('400 Email and password are required', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const bodies: unknown[] = [
     {},
     { email: 'a@x.io' },
@@ -157,7 +157,7 @@ t.test('400 Email and password are required', async (t) => {
 })
 
 t.test('400 Invalid email address', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const local250 = 'a'.repeat(250)
   const cases: Record<string, string> = {
     'no @': 'ann.example.com',
@@ -192,7 +192,7 @@ t.test('400 Invalid email address', async (t) => {
 })
 
 t.test('password length is counted in code points', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   const emoji = '\u{1F98A}' // one code point, two UTF-16 units
   const short = await register(app, { email: 'short@x.io', password: emoji.repeat(7) })
   t.equal(short.status, 400, '7 emoji are 14 UTF-16 units but 7 characters')
@@ -203,7 +203,7 @@ t.test('password length is counted in code points', async (t) => {
   t.equal(long.status, 400)
   t.same(long.body, { success: false, message: 'Password must be at most 256 characters' })
   t.equal((await register(app, { email: 'max@x.io', password: emoji.repeat(256) })).status, 201, '256 emoji (512 units) are allowed')
-  const login = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'max@x.io', password: emoji.repeat(256) } })
+  const login = await call(app, 'POST', '/api/auth/login', { json: { email: 'max@x.io', password: emoji.repeat(256) } })
   t.equal(login.status, 200)
 
   // counted as sent, not after NFKC (which the hash uses): U+FB03 "ﬃ" is one code point, "ffi" after it
@@ -212,18 +212,18 @@ t.test('password length is counted in code points', async (t) => {
   t.same([few.status, few.body], [400, { success: false, message: 'Password must be at least 8 characters' }], '3 ligatures are 3 characters, not 9')
   const many = await register(app, { email: 'lig200@x.io', password: ligature.repeat(200) })
   t.equal(many.status, 201, '200 ligatures are 200 characters, under 256 (600 after NFKC)')
-  const back = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'lig200@x.io', password: 'ffi'.repeat(200) } })
+  const back = await call(app, 'POST', '/api/auth/login', { json: { email: 'lig200@x.io', password: 'ffi'.repeat(200) } })
   t.equal(back.status, 200, 'and the password is the NFKC form, as every password is hashed')
 })
 
 t.test('the limits follow passwords.min_length and max_length', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_PASSWORDS_MIN_LENGTH: '12', AUTHD_PASSWORDS_MAX_LENGTH: '16' } })
+  const app = await buildApp(t, { env: { AUTHD_PASSWORDS_MIN_LENGTH: '12', AUTHD_PASSWORDS_MAX_LENGTH: '16' } })
   t.same((await register(app, { email: 'a@x.io', password: 'tangerine-9' })).body, { success: false, message: 'Password must be at least 12 characters' })
   t.same((await register(app, { email: 'a@x.io', password: 'tangerine-quartz-9' })).body, { success: false, message: 'Password must be at most 16 characters' })
 })
 
 t.test('400 Password is too common, from the bundled list, in any case', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '100/1h' } })
   for (const password of ['password', '12345678', 'iloveyou', 'Sunshine', 'QWERTYUIOP']) {
     const res = await register(app, { email: 'c@x.io', password })
     t.equal(res.status, 400, password)
@@ -233,7 +233,7 @@ t.test('400 Password is too common, from the bundled list, in any case', async (
 })
 
 t.test('403 Registration is disabled', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_REGISTRATION_ENABLED: 'false' } })
+  const app = await buildApp(t, { env: { AUTHD_REGISTRATION_ENABLED: 'false' } })
   const runs = app.hasher.runs
   const res = await register(app, { email: 'a@x.io', password: PASSWORD })
   t.equal(res.status, 403)
@@ -245,7 +245,7 @@ t.test('403 Registration is disabled', async (t) => {
 
 t.test('429 Too many registration attempts with Retry-After, per client IP', async (t) => {
   let now = 1_700_000_000_000
-  const app = await startServer(t, { now: () => now, env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '2/1h' } })
+  const app = await buildApp(t, { now: () => now, env: { AUTHD_RATE_LIMIT_REGISTER_PER_IP: '2/1h' } })
   const started = performance.now()
   t.equal((await register(app, { email: 'one@x.io', password: PASSWORD })).status, 201)
   // a malformed request takes no limiter key (README, "Rate limits")

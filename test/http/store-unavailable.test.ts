@@ -8,7 +8,7 @@
 import t, { type Test } from 'tap'
 import { AppError } from '../../src/errors.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { addUser, call, CookieJar, startServer, type Reply } from '../helpers/app.js'
+import { addUser, call, CookieJar, buildApp, type Reply } from '../helpers/app.js'
 import { switchable } from '../helpers/unavailable-store.js'
 
 const PASSWORD = 'correct horse battery'
@@ -18,7 +18,7 @@ async function downable(t: Test, opts: { readyPingMs?: number } = {}) {
   const real = await openLmdbStore({ path: t.testdir() })
   t.teardown(() => real.close())
   const s = switchable(real)
-  const app = await startServer(t, { store: s.store, ...opts })
+  const app = await buildApp(t, { store: s.store, ...opts })
   return { s, app }
 }
 
@@ -32,54 +32,54 @@ function unavailable(t: Test, r: Reply, what: string): void {
 t.test('every request that needs the store answers 503 Service unavailable with Retry-After: 1 while it does not answer, and service resumes after', async (t) => {
   const { s, app } = await downable(t, { readyPingMs: 20 })
   await addUser(app, 'ann@example.com', PASSWORD)
-  const signedIn = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const signedIn = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   t.equal(signedIn.status, 200)
   const jar = new CookieJar(COOKIE)
   jar.take(signedIn)
   const bearer = { authorization: `Bearer ${signedIn.body.data.accessToken as string}` }
-  t.equal((await call(app.url, 'GET', '/api/auth/me', { headers: bearer })).status, 200)
+  t.equal((await call(app, 'GET', '/api/auth/me', { headers: bearer })).status, 200)
 
   s.down = true
   const replies: Array<[string, Reply]> = [
-    ['me', await call(app.url, 'GET', '/api/auth/me', { headers: bearer })],
-    ['login', await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })],
-    ['register', await call(app.url, 'POST', '/api/auth/register', { json: { email: 'bob@example.com', password: PASSWORD } })],
-    ['refresh', await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })],
-    ['logout', await call(app.url, 'POST', '/api/auth/logout', { headers: jar.header() })],
-    ['password', await call(app.url, 'POST', '/api/auth/password', { headers: bearer, json: { currentPassword: PASSWORD, newPassword: 'another good password' } })],
-    ['sessions', await call(app.url, 'GET', '/api/auth/sessions', { headers: bearer })],
-    ['session revoke', await call(app.url, 'DELETE', '/api/auth/sessions/abc', { headers: bearer })],
-    ['mfa setup', await call(app.url, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer })],
-    ['jwks', await call(app.url, 'GET', '/.well-known/jwks.json')],
+    ['me', await call(app, 'GET', '/api/auth/me', { headers: bearer })],
+    ['login', await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })],
+    ['register', await call(app, 'POST', '/api/auth/register', { json: { email: 'bob@example.com', password: PASSWORD } })],
+    ['refresh', await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })],
+    ['logout', await call(app, 'POST', '/api/auth/logout', { headers: jar.header() })],
+    ['password', await call(app, 'POST', '/api/auth/password', { headers: bearer, json: { currentPassword: PASSWORD, newPassword: 'another good password' } })],
+    ['sessions', await call(app, 'GET', '/api/auth/sessions', { headers: bearer })],
+    ['session revoke', await call(app, 'DELETE', '/api/auth/sessions/abc', { headers: bearer })],
+    ['mfa setup', await call(app, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer })],
+    ['jwks', await call(app, 'GET', '/.well-known/jwks.json')],
   ]
   for (const [what, r] of replies) unavailable(t, r, what)
-  const ready = await call(app.url, 'GET', '/readyz')
+  const ready = await call(app, 'GET', '/readyz')
   t.equal(ready.status, 503)
   t.same(ready.body, { success: false, message: 'Not ready' }, '/readyz: not ready while the store does not answer')
-  t.same((await call(app.url, 'GET', '/healthz')).body, { success: true, data: { status: 'ok' } }, '/healthz stays 200')
+  t.same((await call(app, 'GET', '/healthz')).body, { success: true, data: { status: 'ok' } }, '/healthz stays 200')
   t.same(app.logs.lines.filter((l) => l.msg === 'unexpected error'), [], 'nothing logged as unexpected')
   t.equal(app.logs.lines.filter((l) => l.event === 'store_unavailable').length, 1, 'the outage is said once')
   t.notOk(app.logs.text().includes(signedIn.body.data.accessToken as string), 'no token in the log')
 
   s.down = false
-  t.equal((await call(app.url, 'GET', '/api/auth/me', { headers: bearer })).status, 200, 'service resumes by itself')
-  t.equal((await call(app.url, 'POST', '/api/auth/refresh', { headers: jar.header() })).status, 200, 'the refresh token refused meanwhile still works')
+  t.equal((await call(app, 'GET', '/api/auth/me', { headers: bearer })).status, 200, 'service resumes by itself')
+  t.equal((await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })).status, 200, 'the refresh token refused meanwhile still works')
   await new Promise((r) => setTimeout(r, 30))
-  t.equal((await call(app.url, 'GET', '/readyz')).status, 200, 'ready again')
+  t.equal((await call(app, 'GET', '/readyz')).status, 200, 'ready again')
   t.equal(app.logs.lines.filter((l) => l.event === 'store_available').length, 1, 'and said once')
 })
 
 t.test('/readyz asks the store at most once a second, however many probes come', async (t) => {
   const { s, app } = await downable(t)
-  const probes = await Promise.all(Array.from({ length: 20 }, () => call(app.url, 'GET', '/readyz')))
+  const probes = await Promise.all(Array.from({ length: 20 }, () => call(app, 'GET', '/readyz')))
   t.same(new Set(probes.map((r) => r.status)), new Set([200]))
   t.equal(s.pings, 1, 'twenty probes, one ping')
   s.down = true
-  const meanwhile = await Promise.all(Array.from({ length: 5 }, () => call(app.url, 'GET', '/readyz')))
+  const meanwhile = await Promise.all(Array.from({ length: 5 }, () => call(app, 'GET', '/readyz')))
   t.same(new Set(meanwhile.map((r) => r.status)), new Set([200]), 'within the second the answer stands')
   t.equal(s.pings, 1)
   await new Promise((r) => setTimeout(r, 1010))
-  const later = await Promise.all(Array.from({ length: 5 }, () => call(app.url, 'GET', '/readyz')))
+  const later = await Promise.all(Array.from({ length: 5 }, () => call(app, 'GET', '/readyz')))
   t.same(new Set(later.map((r) => r.status)), new Set([503]), 'a second later the store is asked again')
   t.equal(s.pings, 2)
 })
@@ -87,7 +87,7 @@ t.test('/readyz asks the store at most once a second, however many probes come',
 t.test('draining answers Not ready without asking the store', async (t) => {
   const { s, app } = await downable(t)
   app.setReady(false)
-  t.equal((await call(app.url, 'GET', '/readyz')).status, 503)
+  t.equal((await call(app, 'GET', '/readyz')).status, 503)
   t.equal(s.pings, 0)
 })
 
@@ -99,8 +99,8 @@ t.test("an error of the store's own (a code with no status) is a fault here: the
     get: (target, prop, receiver) =>
       prop === 'getUserByEmail' ? () => Promise.reject(new AppError('STORE_EMAIL_TAKEN')) : (Reflect.get(target, prop, receiver) as unknown),
   })
-  const app = await startServer(t, { store })
-  const r = await call(app.url, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const app = await buildApp(t, { store })
+  const r = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
   t.equal(r.status, 500)
   t.same(r.body, { success: false, message: 'Internal server error' })
   t.equal(app.logs.lines.filter((l) => l.msg === 'unexpected error').length, 1, 'logged as unexpected')

@@ -1,4 +1,7 @@
-/** The admin operations (core/admin.ts) in-process, on a real temp store, with a movable clock. */
+/**
+ * The admin operations (core/admin.ts) in-process, on a real temp store, with a movable clock;
+ * what authctl prints of them is tested in test/cli. Runs on PostgreSQL too (ON_BOTH, test/suite.mjs).
+ */
 import t, { type Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
 import { createAdmin, lazyPasswordTools, type Admin } from '../../src/core/admin.js'

@@ -1,0 +1,31 @@
+/**
+ * The password rules (core/password-policy.ts) of register, `authctl user passwd` and `user add`:
+ * lengths counted in code points as sent, and zxcvbn's common passwords refused in any case and
+ * compatibility form (README, "Configure").
+ */
+import t from 'tap'
+import { createPasswordPolicy } from '../../src/core/password-policy.js'
+
+t.test('refuses a password shorter or longer than the limits, naming the limit', async (t) => {
+  const policy = await createPasswordPolicy({ minLength: 10, maxLength: 20 })
+  t.throws(() => policy.check('nine-char'), { name: 'AppError', code: 'PASSWORD_TOO_SHORT', message: 'Password must be at least 10 characters' })
+  t.throws(() => policy.check('x'.repeat(21)), { code: 'PASSWORD_TOO_LONG', message: 'Password must be at most 20 characters' })
+  t.doesNotThrow(() => policy.check('ten-chars!'), 'exactly the minimum')
+  t.doesNotThrow(() => policy.check('twenty-characters-ok'), 'exactly the maximum')
+})
+
+t.test('counts code points as sent: an emoji is one character, a ligature is one before NFKC', async (t) => {
+  const policy = await createPasswordPolicy({ minLength: 4, maxLength: 4 })
+  t.doesNotThrow(() => policy.check('\u{1F600}\u{1F601}\u{1F602}\u{1F603}'), 'four emoji (eight UTF-16 units)')
+  t.doesNotThrow(() => policy.check('\uFB03\uFB03\uFB03\uFB03'), 'four ligatures (twelve letters after NFKC)')
+  t.throws(() => policy.check('\u{1F600}\u{1F601}\u{1F602}'), { code: 'PASSWORD_TOO_SHORT' })
+})
+
+t.test('refuses a common password in any case and compatibility form, after the length checks', async (t) => {
+  const policy = await createPasswordPolicy({ minLength: 8, maxLength: 64 })
+  for (const p of ['password', 'PASSWORD', 'PassWord', '\uFF50assword']) {
+    t.throws(() => policy.check(p), { code: 'PASSWORD_TOO_COMMON', message: 'Password is too common' }, p)
+  }
+  t.throws(() => policy.check('123456'), { code: 'PASSWORD_TOO_SHORT' }, 'a short common one is too short first')
+  t.doesNotThrow(() => policy.check('lantern-orchard-41'))
+})
