@@ -216,7 +216,7 @@ t.test("a write of this handle is in the very next meRead of its caller, however
 t.test('a file where the data directory should be is refused in one sentence naming the path', async (t) => {
   const file = join(t.testdir(), 'data')
   writeFileSync(file, 'not a directory\n')
-  await t.rejects(openLmdbStore({ path: file }), { name: 'StoreError', code: 'DATA_DIR_NOT_DIRECTORY', message: `cannot use the data directory ${file}: a file is in the way (it must be a directory)` })
+  await t.rejects(openLmdbStore({ path: file }), { name: 'AppError', code: 'DATA_DIR_NOT_DIRECTORY', message: `cannot use the data directory ${file}: a file is in the way (it must be a directory)` })
   await t.rejects(openLmdbStore({ path: join(file, 'below') }), { code: 'DATA_DIR_NOT_DIRECTORY' }, 'or in the way of one above it')
 })
 
@@ -236,7 +236,7 @@ t.test('ids and emails longer than an LMDB key holds: reads find nothing, writes
   t.equal(await store.getUserByEmail(`${long}@example.com`), undefined)
   t.equal(await store.getSession(long), undefined)
   t.same(await store.getSessions([long, 's1']), [undefined, undefined])
-  await t.rejects(store.createUser(user('u1', `${long}@example.com`)), { name: 'StoreError', code: 'KEY_TOO_LONG' })
+  await t.rejects(store.createUser(user('u1', `${long}@example.com`)), { name: 'AppError', code: 'KEY_TOO_LONG' })
   await t.rejects(store.createUser(user(long, 'ann@example.com')), { code: 'KEY_TOO_LONG' })
   t.ok(await store.createUser(user('u1', 'ann@example.com')))
   await t.rejects(store.updateUser('u1', (u) => ({ ...u, email: `${long}@example.com` })), { code: 'KEY_TOO_LONG' })
