@@ -5,7 +5,7 @@
  */
 import t, { type Test } from 'tap'
 import inject, { type Response } from 'light-my-request'
-import { AppError, errorRegistry, type ErrorCode, type ErrorEntry } from '../../src/errors.js'
+import { AppError, errorRegistry, httpErrors, type ErrorCode, type ErrorEntry } from '../../src/errors.js'
 import { createApp, type Handler } from '../../src/http/app.js'
 import { addUser, buildApp, type TestApp } from '../helpers/app.js'
 
@@ -108,8 +108,8 @@ t.test('the base headers are on every kind of answer', async (t) => {
 
 t.test("each error registry entry's headers arrive with its answer", async (t) => {
   const a = await app(t)
-  const entries = Object.entries(errorRegistry) as Array<[ErrorCode, ErrorEntry]>
-  // every code, thrown by a handler (here /readyz's readiness check), answers with its entry
+  const entries = Object.entries(httpErrors) as Array<[ErrorCode, ErrorEntry]>
+  // every HTTP code, thrown by a handler (here /readyz's readiness check), answers with its entry
   for (const [code, entry] of entries) {
     const handler = createApp({ ...a, ready: () => Promise.reject(new AppError(code)) })
     const r = await send(handler, 'GET', '/readyz')
@@ -122,6 +122,11 @@ t.test("each error registry entry's headers arrive with its answer", async (t) =
     const cleared = setCookies(r).filter((c) => c.startsWith('__Host-authd_rt=;') && /Max-Age=0/.test(c))
     t.equal(cleared.length, entry.clearsRefreshCookie === true ? 1 : 0, `${code}: the refresh cookie cleared only when the entry says so`)
   }
+
+  // a code only authctl shows (no status) thrown here is a fault: the generic 500
+  const cliOnly = await send(createApp({ ...a, ready: () => Promise.reject(new AppError('USER_NOT_FOUND', { params: { who: 'x' } })) }), 'GET', '/readyz')
+  t.equal(cliOnly.statusCode, 500)
+  t.same(cliOnly.json(), { success: false, message: 'Internal server error' }, 'a code without a status is not answered as it is')
 
   // and where the product answers them
   const none = await send(a.handler, 'GET', '/api/auth/me')
