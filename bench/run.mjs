@@ -6,7 +6,7 @@
  * Baselines: "bare" (node:http answering the same JSON with no work), "es256-raw" (jsonwebtoken
  * ES256 verifications per second, one thread, KeyObject), "argon2-raw" (argon2id verifications
  * per second at the configured parameters under the daemon's own concurrency cap). One reference,
- * not a target: "bare + ES256" (the bare server plus one ES256 check per request, over the same
+ * not a target: "bare + ES256" (the bare server plus one jsonwebtoken ES256 check per request, over the same
  * distinct tokens), the most the distinct-token row can reach on the machine. Server side
  * and load generator are pinned to different cores. Each round runs every row once, each next to
  * its baseline (bare before and after the rows measured against it), rounds repeat, and the
