@@ -32,6 +32,11 @@ export const SLOW = [
   'test/clients/**',
   'test/tui/tui-e2e.test.ts',
   'test/readme-blocks.test.ts',
+  // in other directories, files that spawn authd, authctl or PostgreSQL servers
+  'test/tui/lazy-ink.test.ts',
+  'test/store/file-modes.test.ts',
+  'test/http/me-token-cache.test.ts',
+  'test/helpers/pg.test.ts',
 ]
 
 /**
