@@ -7,8 +7,8 @@ import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/adm
 import { isAuditEventName, readAudit, type AuditFilter } from '../core/audit.js'
 import type { AuditEvent, Store } from '../store/store.js'
 import { AppError } from '../errors.js'
-import type { SmokeOptions, SmokeResult } from '../cli/smoke-steps.js'
-import { SMOKE_STEP_NAMES } from '../cli/smoke-steps.js'
+import type { SmokeOptions, SmokeResult } from '../client/smoke-steps.js'
+import { SMOKE_STEP_NAMES } from '../client/smoke-steps.js'
 import { SESSIONS_READ, type AuditRow, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
 import { matchesFilter } from './state.js'
 
@@ -21,7 +21,7 @@ export interface StoreTuiDepsOptions {
   /** server.public_url */
   publicUrl: string
   now?: () => number
-  /** the smoke steps (cli/smoke-steps.ts runSmoke); loaded on first use by default */
+  /** the smoke steps (client/smoke-steps.ts runSmoke); loaded on first use by default */
   runSmoke?: (opts: SmokeOptions) => Promise<SmokeResult>
 }
 
@@ -83,7 +83,7 @@ export const storeLabel = (store: Pick<Store, 'backend' | 'location'>): string =
 
 export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
   const { admin } = opts
-  const runSmoke = opts.runSmoke ?? (async (o: SmokeOptions) => (await import('../cli/smoke-steps.js')).runSmoke(o))
+  const runSmoke = opts.runSmoke ?? (async (o: SmokeOptions) => (await import('../client/smoke-steps.js')).runSmoke(o))
   return {
     storeLabel: opts.storeLabel,
     defaultSmokeUrl: opts.publicUrl,

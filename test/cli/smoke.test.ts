@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { describeNetworkError, runSmoke, SMOKE_STEP_NAMES, type SmokeStep } from '../../src/cli/smoke-steps.js'
+import { describeNetworkError, runSmoke, SMOKE_STEP_NAMES, type SmokeStep } from '../../src/client/smoke-steps.js'
 import { spawnDaemon } from '../helpers/daemon.js'
 import { ctlFor, PASSWORD } from './run.js'
 

@@ -2,7 +2,7 @@
 import type { BaseDeps } from '../deps.js'
 import { AppError } from '../../errors.js'
 import { type View } from '../output.js'
-import type { SmokeResult } from '../smoke-steps.js'
+import type { SmokeResult } from '../../client/smoke-steps.js'
 
 export async function smoke(deps: BaseDeps, args: { url?: string; email: string; passwordStdin: boolean; timeoutMs: number }): Promise<SmokeResult> {
   // the URL clients use (server.public_url, which defaults to http://<host>:<port>)
@@ -18,7 +18,7 @@ export async function smoke(deps: BaseDeps, args: { url?: string; email: string;
   }
   if (args.email.trim() === '') throw new AppError('SMOKE_EMAIL_EMPTY')
   const password = await deps.password(args.passwordStdin)
-  const { runSmoke } = await import('../smoke-steps.js')
+  const { runSmoke } = await import('../../client/smoke-steps.js')
   return runSmoke({ url: parsed.origin + parsed.pathname, email: args.email, password, timeoutMs: args.timeoutMs })
 }
 

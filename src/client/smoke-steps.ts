@@ -3,6 +3,9 @@
  * where the last refresh (with the token that was live before logout) must be refused. Each
  * step is reported through callbacks as it happens, so a terminal UI can show it live; the
  * function itself prints nothing and never throws for a failed step.
+ *
+ * src/client holds what talks to a running authd from outside, over HTTP: `authctl smoke` and the
+ * TUI's Smoke view both use it, so neither the TUI imports the CLI nor the CLI the TUI for it.
  */
 import type { Dispatcher } from 'undici'
 import { AppError, isAppError } from '../errors.js'
