@@ -10,7 +10,7 @@ import type { Authenticated, ClientContext, Logger } from './caller.js'
 import { AppError, isAppError } from '../errors.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
-import type { ConsumeToken } from './rate-limiter.js'
+import type { ConsumeToken } from '../store/rate-limit.js'
 import type { RefusalLog } from './refusal-log.js'
 import { expiresIfUnused, isLive } from './sessions.js'
 

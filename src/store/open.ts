@@ -5,7 +5,7 @@
  * only when it is the one asked for (and LMDB's likewise).
  */
 import type { StoreConfig } from '../config/types.js'
-import type { RateLimiter } from '../core/rate-limiter.js'
+import type { RateLimiter } from './rate-limit.js'
 import type { Store } from './store.js'
 
 export interface OpenStoreOptions {

@@ -3,7 +3,8 @@ import fc from 'fast-check'
 import v8 from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { RateRule } from '../../src/config/types.js'
-import { createRateLimiter, Keep, limitKey, type ConsumeResult } from '../../src/core/rate-limiter.js'
+import { createRateLimiter } from '../../src/core/rate-limiter.js'
+import { Keep, limitKey, type ConsumeResult } from '../../src/store/rate-limit.js'
 
 const rule = (count: number, windowMs: number): RateRule => ({ count, windowMs, text: `${count}/${windowMs}ms` })
 

@@ -6,7 +6,8 @@
  */
 import t from 'tap'
 import type { StoreConfig } from '../../src/config/types.js'
-import { asyncLimiter, createRateLimiter, type RateLimiter } from '../../src/core/rate-limiter.js'
+import { asyncLimiter, createRateLimiter } from '../../src/core/rate-limiter.js'
+import { type RateLimiter } from '../../src/store/rate-limit.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import { openStore } from '../../src/store/open.js'
 import { addUser, testConfig } from '../helpers/app.js'

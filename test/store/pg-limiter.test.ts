@@ -5,7 +5,7 @@
  */
 import t, { type Test } from 'tap'
 import pg from 'pg'
-import { limitKey, type RateEntry, type RateLimiter } from '../../src/core/rate-limiter.js'
+import { limitKey, type RateEntry, type RateLimiter } from '../../src/store/rate-limit.js'
 import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
 import { openPgStore } from '../../src/store/pg/pg-store.js'
 import { setTimeout as sleep } from 'node:timers/promises'

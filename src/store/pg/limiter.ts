@@ -14,7 +14,7 @@
  * sooner (an admin's `limits clear`, a successful login's release) is seen by every instance
  * within the hold, well inside the second the README allows.
  */
-import { limitKey, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../../core/rate-limiter.js'
+import { partHash, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../rate-limit.js'
 import type { Db } from './db.js'
 
 /** how long a refusal is answered from memory (an admin's clear is seen within it) */
@@ -32,8 +32,6 @@ interface Counted {
   at: number
 }
 
-/** the hash limitKey puts in place of one part of a key */
-const partHash = (part: string): string => limitKey('p', part).slice(2)
 
 export interface PgRateLimiter extends RateLimiter {
   /** deletes the logs whose events have all left their window (one bounded batch); how many */

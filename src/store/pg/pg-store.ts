@@ -31,7 +31,7 @@ import {
   type Store,
   type UserRecord,
 } from '../store.js'
-import type { RateLimiter } from '../../core/rate-limiter.js'
+import type { RateLimiter } from '../rate-limit.js'
 import { AppError } from '../../errors.js'
 import { canonicalJson, sealEvent } from '../audit-chain.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
