@@ -123,15 +123,28 @@ export function createReply(deps: ReplyDeps): Reply {
     text(x, status, s, Buffer.byteLength(s), extra)
   }
 
+  // each error's body with the registry's message, made once: a 429 flood or a stream of 401s
+  // writes the same few texts over and over
+  const failBodies = new Map<HttpErrorCode, { text: string; length: number }>()
+  const failBody = (entry: ErrorEntry, message: string | undefined): { text: string; length: number } => {
+    const text = JSON.stringify({ success: false, message: message ?? entry.message })
+    return { text, length: Buffer.byteLength(text) }
+  }
+
   const fail = (x: Exchange, code: HttpErrorCode, retryAfterS?: number, message?: string): void => {
     const entry: ErrorEntry & { status: number } = httpErrors[code]
-    const body = JSON.stringify({ success: false, message: message ?? entry.message })
-    const headers = baseHeaders(x.id, JSON_TYPE, Buffer.byteLength(body))
+    const usual = message === undefined || message === entry.message
+    let body = usual ? failBodies.get(code) : undefined
+    if (body === undefined) {
+      body = failBody(entry, message)
+      if (usual) failBodies.set(code, body)
+    }
+    const headers = baseHeaders(x.id, JSON_TYPE, body.length)
     if (retryAfterS !== undefined) headers['retry-after'] = String(retryAfterS)
     if (entry.headers !== undefined) for (const k in entry.headers) headers[k] = entry.headers[k]!
     if (entry.clearsRefreshCookie === true) headers['set-cookie'] = refreshCookie.clear()
     x.res.writeHead(entry.status, headers)
-    x.res.end(body)
+    x.res.end(body.text)
     finished(x, entry.status)
   }
 

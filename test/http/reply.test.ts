@@ -145,3 +145,21 @@ t.test('other and empty: the JWKS and /metrics kind, the preflight kind', async 
   t.equal(e.written.body, '')
   t.same(e.written.headers, { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', 'x-request-id': 'abcd0123-1', 'access-control-max-age': '600' })
 })
+
+t.test("an error's body is the registry's message unless one is given; a given one does not stick to the code", async (t) => {
+  // one reply writing every answer, each on a response of its own
+  const { reply } = recorder()
+  const answer = (code: 'TOO_MANY_LOGINS' | 'INVALID_EMAIL', message?: string): { body: unknown; length: unknown } => {
+    const r = recorder()
+    reply.fail(r.x, code, undefined, message)
+    return { body: JSON.parse(r.written.body!), length: r.written.headers!['content-length'] }
+  }
+  const registry = { success: false, message: errorRegistry.TOO_MANY_LOGINS.message }
+  t.same(answer('TOO_MANY_LOGINS').body, registry)
+  t.same(answer('TOO_MANY_LOGINS').body, registry, 'the same again')
+  const own = answer('INVALID_EMAIL', 'Invalid email: ünïcödé')
+  t.same(own.body, { success: false, message: 'Invalid email: ünïcödé' })
+  t.equal(own.length, Buffer.byteLength(JSON.stringify(own.body)), 'its length in bytes')
+  t.same(answer('INVALID_EMAIL').body, { success: false, message: errorRegistry.INVALID_EMAIL.message }, 'the next one without a message: the registry says it')
+  t.same(answer('INVALID_EMAIL', 'Another sentence').body, { success: false, message: 'Another sentence' }, 'and a given one after it is not the remembered one')
+})
