@@ -215,6 +215,8 @@ function normaliseCidr(text: string): string | null {
   if (!/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) return null
   try {
     ipaddr.parseCIDR(text)
+    // the client-address resolver reads an IPv4-mapped address as IPv4: its prefix must lie within the mapped /96
+    if (family === 6 && ipaddr.IPv6.parse(address).isIPv4MappedAddress() && Number(bits) < 96) return null
   } catch {
     return null
   }
