@@ -72,7 +72,7 @@ export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Pro
 /** Where authctl says the store of data directory `dir` is (Store.location): the directory, or the database's URL. */
 export async function storeLocation(dir: string): Promise<string> {
   if (!ON_PG) return dir
-  const { redactUrl } = await import('../../src/store/pg/pg-store.js')
+  const { redactUrl } = await import('../../src/config/redact-url.js')
   return redactUrl((await storeEnv(dir)).AUTHD_STORE_URL!)
 }
 

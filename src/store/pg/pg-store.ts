@@ -11,6 +11,7 @@
  * Row locks are taken in one order, to keep deadlocks out: a user's advisory lock, the user, its
  * sessions (by id), the hash tally, the audit head last (held only from the append to the commit).
  */
+import { redactUrl } from '../../config/redact-url.js'
 import {
   hashParamsKey,
   settleKeys,
@@ -63,20 +64,6 @@ const USER_LOCK = 0x61757469
 const SECRET_LOCK = 0x6175746a
 
 const hasSeals = (s: SessionRecord): boolean => (s.rotations?.length ?? 0) > 0
-
-/** the URL with any password shown as `***` (Store.location) */
-export function redactUrl(url: string): string {
-  let shown: string
-  try {
-    const u = new URL(url)
-    if (u.password !== '') u.password = '***'
-    shown = u.href
-  } catch {
-    // not a URL: a libpq key=value string
-    return url.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1***')
-  }
-  return shown.replace(/([?&]password=)[^&#]*/gi, '$1***')
-}
 
 // ---- statements shared by several methods ----
 
