@@ -43,7 +43,8 @@ export function auditEventsHelp(width = 78): string {
   const lines: string[] = []
   let line = ''
   for (const name of AUDIT_EVENTS) {
-    if (line !== '' && 2 + line.length + 2 + name.length > width) {
+    // indent, the line so far, ", ", the name, and the comma that may follow it
+    if (line !== '' && 2 + line.length + 2 + name.length + 1 > width) {
       lines.push(`  ${line},`)
       line = name
     } else line = line === '' ? name : `${line}, ${name}`
