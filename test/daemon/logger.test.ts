@@ -312,3 +312,71 @@ t.test('a process that ends by itself waits for its last lines (at most the dela
   t.equal(r.status, 0)
   t.match(r.stdout, /"msg":"the last line"/)
 })
+
+// ---- what the tests above leave out ----
+
+t.test('flushLogSync writes what the batch gathered, survives an output that is gone, and leaves other destinations alone', async (t) => {
+  const o = output()
+  const log = createLogger({ level: 'info', destination: new LineBatch(o.out, 12_288, 60_000) })
+  log.info({ event: 'last' }, 'the last line')
+  t.same(o.writes, [], 'gathered, not yet written')
+  flushLogSync(log)
+  t.match(o.writes.join(''), /"msg":"the last line"/)
+  t.equal(o.syncFlushes, 1)
+
+  // at exit after a closed pipe: the output throws, and nothing more can be written
+  const closed = new LineBatch({ write: () => {}, flush: () => {}, flushSync: () => { throw Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }) } }, 12_288, 60_000)
+  const dead = createLogger({ level: 'info', destination: closed })
+  dead.info('lost')
+  t.doesNotThrow(() => flushLogSync(dead), 'no throw from the exit handler')
+
+  const out = capture()
+  const plain = createLogger({ level: 'info', destination: out.stream })
+  plain.info('written as it goes')
+  t.doesNotThrow(() => flushLogSync(plain), 'another destination: nothing to do')
+  await settle()
+  t.equal(out.lines.length, 1)
+})
+
+t.test('a line: the level by name, the service, an ISO time; below the level nothing is written', async (t) => {
+  const out = capture()
+  const log = createLogger({ level: 'warn', destination: out.stream })
+  log.debug('no')
+  log.info('no')
+  log.warn({ event: 'w' }, 'yes')
+  log.error({ event: 'e' }, 'yes too')
+  await settle()
+  t.same(out.lines.map((l) => [l.level, l.service, l.event, l.msg]), [
+    ['warn', 'authd', 'w', 'yes'],
+    ['error', 'authd', 'e', 'yes too'],
+  ])
+  t.match(out.lines[0]!.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  t.notOk('pid' in out.lines[0]! || 'hostname' in out.lines[0]!, 'no pid or hostname: the base is the service alone')
+})
+
+t.test('censorNested passes through what holds no object, and looks only at the object’s own fields', async (t) => {
+  const flat = { a: null, b: 'password', c: 3, d: undefined, password: 'top level: pino redact’s, not this' }
+  t.equal(censorNested(flat), flat, 'no object inside: the same object')
+  const inherited = Object.create({ password: SECRET }) as Record<string, unknown>
+  const withProto = { body: inherited }
+  t.equal(censorNested(withProto), withProto, 'an inherited field is not written to the line: nothing to censor')
+  const fromProto = Object.create({ body: { password: SECRET } }) as Record<string, unknown>
+  t.equal(censorNested(fromProto), fromProto, 'nor is a field the logged object inherits')
+  const two = censorNested({ a: { token: SECRET }, b: { secret: SECRET, keep: 1 }, c: { fine: true } })
+  t.same(two, { a: { token: '[redacted]' }, b: { secret: '[redacted]', keep: 1 }, c: { fine: true } }, 'every field holding one')
+})
+
+t.test('the request line stays exact past the 256 methods and routes it remembers the quoting of', async (t) => {
+  const out = capture()
+  const log = createLogger({ level: 'info', destination: out.stream })
+  const write = requestLineWriter(log)
+  for (let i = 0; i < 300; i++) write(`r-${i}`, 'GET', `/route/${i}"`, 200, 1)
+  write('r-again', 'GET', '/route/0"', 200, 1)
+  write('r-later', 'GET', '/route/299"', 200, 1)
+  await settle()
+  const lines = out.lines
+  t.equal(lines.length, 302)
+  t.ok(lines.slice(0, 300).every((l, i) => l.route === `/route/${i}"` && l.reqId === `r-${i}`), 'each its own route, quoted')
+  t.equal(lines[300]!.route, '/route/0"', 'a remembered one')
+  t.equal(lines[301]!.route, '/route/299"', 'one past the memory')
+})
