@@ -10,8 +10,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { describeNetworkError, runSmoke, SMOKE_STEP_NAMES, type SmokeResult, type SmokeStep } from '../../src/client/smoke-steps.js'
-import { listen } from '../../src/daemon/server.js'
-import { addUser, buildApp, startServer } from '../helpers/app.js'
+import { addUser, startServer } from '../helpers/app.js'
 import { fakeAuthd, type Misbehave } from '../helpers/fake-authd.js'
 
 const PASSWORD = 'correct horse battery'
@@ -78,20 +77,16 @@ t.test('reports each step through its callbacks, in order, as it runs, skipped o
   t.same(later, ['start login', 'passed login', 'start me', 'failed me', 'skipped refresh', 'skipped me_refreshed', 'skipped logout', 'skipped refresh_after_logout'], 'a skipped step is reported, never started')
 })
 
-t.test('against authd: a wrong password fails step 1 with authd’s message, and the rest is skipped', async (t) => {
-  const app = await startServer(t)
-  await addUser(app, EMAIL, PASSWORD)
-  const r = await runSmoke({ url: app.url, email: EMAIL, password: 'not the password' })
-  t.equal(r.ok, false)
-  t.equal(r.failedStep, 'login')
-  t.match(r.steps[0], { status: 401, outcome: 'failed', error: 'expected 200, got 401: Invalid email or password', retryAfter: null })
-  t.ok(skippedAfter(r, 1), 'steps 2-6 skipped')
-})
-
-t.test('against authd: a 429 of the login limit shows its Retry-After, in seconds', async (t) => {
+t.test('against authd: a wrong password fails step 1 with authd’s message, the rest skipped; then the login limit’s 429 shows its Retry-After', async (t) => {
   const app = await startServer(t, { now: () => Date.UTC(2026, 0, 1), env: { AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1/1h' } })
   await addUser(app, EMAIL, PASSWORD)
-  t.equal((await runSmoke({ url: app.url, email: EMAIL, password: 'wrong once' })).steps[0]!.status, 401)
+  const wrong = await runSmoke({ url: app.url, email: EMAIL, password: 'not the password' })
+  t.equal(wrong.ok, false)
+  t.equal(wrong.failedStep, 'login')
+  t.match(wrong.steps[0], { status: 401, outcome: 'failed', error: 'expected 200, got 401: Invalid email or password', retryAfter: null })
+  t.ok(skippedAfter(wrong, 1), 'steps 2-6 skipped')
+
+  // that failure spent the email's budget of one an hour
   const r = await runSmoke({ url: app.url, email: EMAIL, password: PASSWORD })
   const login = r.steps[0]!
   t.equal(login.status, 429)
@@ -166,11 +161,13 @@ t.test('the refresh after logout sends the cookie that was live before it, whate
 })
 
 t.test('no answer at all: connection refused names the URL; a silent server is given up after the timeout', async (t) => {
-  const app = await buildApp(t)
-  const running = await listen(app, '127.0.0.1', 0)
-  await running.stop(1000)
-  const refused = await runSmoke({ url: running.url, email: EMAIL, password: 'pw' })
-  t.match(refused.steps[0], { status: null, outcome: 'failed', error: `connection refused at ${running.url} (is authd running at this URL?)` })
+  // a port that was just let go: nothing listens there
+  const gone = createServer()
+  await new Promise<void>((r) => gone.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`
+  await new Promise<void>((r) => gone.close(() => r()))
+  const refused = await runSmoke({ url, email: EMAIL, password: 'pw' })
+  t.match(refused.steps[0], { status: null, outcome: 'failed', error: `connection refused at ${url} (is authd running at this URL?)` })
   t.equal(refused.failedStep, 'login')
   t.ok(skippedAfter(refused, 1))
 
@@ -180,8 +177,8 @@ t.test('no answer at all: connection refused names the URL; a silent server is g
     silent.closeAllConnections()
     return new Promise<void>((r) => silent.close(() => r()))
   })
-  const r = await runSmoke({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, email: EMAIL, password: 'pw', timeoutMs: 300 })
-  t.match(r.steps[0], { status: null, outcome: 'failed', error: 'no response within 300 ms' })
+  const r = await runSmoke({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, email: EMAIL, password: 'pw', timeoutMs: 150 })
+  t.match(r.steps[0], { status: null, outcome: 'failed', error: 'no response within 150 ms' })
 })
 
 t.test('network errors name the URL: host not found, connection refused, a timeout, anything else', async (t) => {
