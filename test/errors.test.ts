@@ -1,11 +1,10 @@
 /**
- * The one error type and its registry (src/errors.ts), and authctl's exit code for each code
- * (src/cli/exit-codes.ts): every code has a message, every HTTP code a 4xx/5xx status, and every
- * code only authctl and authd start show has its exit code.
+ * The one error type and its registry (src/errors.ts): every code has a message, every HTTP code
+ * a 4xx/5xx status, and authctl shows an AppError as one sentence with its exit code (the table
+ * itself: test/cli/exit-codes.test.ts).
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { exitCodeOf, exitCodes } from '../src/cli/exit-codes.js'
 import { main } from '../src/cli/main.js'
 import { AppError, errorRegistry, httpErrors, isAppError, isHttpError, type ErrorCode } from '../src/errors.js'
 
@@ -22,19 +21,6 @@ t.test('every code has a message; every HTTP code a 4xx or 5xx status', async (t
   }
   t.same(Object.keys(httpErrors).sort(), codes.filter((c) => entry(c).status !== undefined).sort(), 'httpErrors: exactly the codes with a status')
   t.ok(cliCodes.length > 0 && cliCodes.length < codes.length, 'both kinds are there')
-})
-
-t.test("authctl's exit table covers every code only authctl and authd start show, and no other", async (t) => {
-  t.same(Object.keys(exitCodes).sort(), [...cliCodes].sort())
-  for (const code of cliCodes) t.ok(exitCodes[code as keyof typeof exitCodes] === 1 || exitCodes[code as keyof typeof exitCodes] === 2, `${code}: exit 1 or 2`)
-  // an HTTP answer met by authctl (a password the policy refuses, the database unavailable): the operation failed
-  for (const code of Object.keys(httpErrors) as ErrorCode[]) t.equal(exitCodeOf(code), 1, `${code}: exit 1`)
-  // the README's examples of each kind
-  t.equal(exitCodeOf('CONFIG_INVALID'), 2, 'a bad config value: 2')
-  t.equal(exitCodeOf('CONFIRMATION_NEEDED'), 2, '--yes needed but no terminal to ask: 2')
-  t.equal(exitCodeOf('USER_NOT_FOUND'), 1, 'an unknown user: 1')
-  t.equal(exitCodeOf('USER_EXISTS'), 1, 'email taken: 1')
-  t.equal(exitCodeOf('CANCELLED'), 1, 'cancelled: 1')
 })
 
 t.test('an AppError: its code, status and filled message; the message given at the throw wins', async (t) => {

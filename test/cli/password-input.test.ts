@@ -2,7 +2,6 @@ import t from 'tap'
 import { spawn } from 'node:child_process'
 import { PassThrough } from 'node:stream'
 import argon2 from 'argon2'
-import { createConfirm } from '../../src/cli/confirm.js'
 import { exitCodes } from '../../src/cli/exit-codes.js'
 import { promptHidden, readFirstLine, readNewPassword, readPassword, readPasswordFromStdin, type PasswordIo } from '../../src/cli/password-input.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
@@ -91,24 +90,6 @@ t.test('a new password is asked twice and must match; without a terminal --passw
   await t.rejects(readPassword({ passwordStdin: false, io: { input: piped('pw\n'), prompt: () => {} } }), { name: 'AppError', code: 'PASSWORD_NEEDS_TERMINAL' })
   t.equal(exitCodes.PASSWORD_NEEDS_TERMINAL, 2, 'a usage error')
   t.equal(await readPassword({ passwordStdin: true, io: { input: piped('pw\n'), prompt: () => {} } }), 'pw')
-})
-
-t.test('confirmation: --yes skips it, a terminal is asked, anything else is refused', async (t) => {
-  await createConfirm({ input: piped(''), prompt: () => {} })('delete user a', true)
-  await t.rejects(createConfirm({ input: piped('y\n'), prompt: () => {} })('delete user a', false), {
-    name: 'AppError',
-    code: 'CONFIRMATION_NEEDED',
-    message: 'Will not delete user a without confirmation: pass --yes (standard input is not a terminal).',
-  })
-  t.equal(exitCodes.CONFIRMATION_NEEDED, 2, 'a usage error')
-  for (const [answer, ok] of [['y\n', true], ['YES\n', true], ['n\n', false], ['\n', false], ['yes please\n', false]] as const) {
-    const term = fakeTerminal()
-    const asked = createConfirm(term.io)('delete user a', false)
-    term.input.write(answer)
-    if (ok) await t.resolves(asked, JSON.stringify(answer))
-    else await t.rejects(asked, { name: 'AppError', code: 'NOT_CONFIRMED', message: 'Cancelled: did not delete user a.' }, JSON.stringify(answer))
-    t.equal(term.shown(), 'Delete user a? [y/N] ')
-  }
 })
 
 t.test('on a real terminal, user add asks twice and the password never shows', { skip: process.platform !== 'linux' && 'needs script(1) from util-linux' }, async (t) => {

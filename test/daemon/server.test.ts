@@ -1,0 +1,183 @@
+/**
+ * The listening server (src/daemon/server.ts), in process on real sockets at 127.0.0.1 port 0:
+ * its URL and the port the handler is built with, a handler that cannot be built or a port in
+ * use, malformed HTTP and oversized headers answered by the server itself (400, 431), the
+ * slow-client limits within the 15 s promised, and stop(): stop accepting, answer what is in
+ * flight, close idle keep-alive connections at once, cut the rest at the grace period, close the
+ * store. The Unix socket is unix-socket.test.ts's, the slow clients' real timing
+ * slow-client.test.ts's, the daemon's SIGTERM lifecycle.test.ts's.
+ */
+import { connect, type Socket } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import t from 'tap'
+import { listen, type RunningServer } from '../../src/daemon/server.js'
+import { MAX_HEADER_LINES } from '../../src/http/app.js'
+import { buildApp, call } from '../helpers/app.js'
+import { rawRequest } from '../helpers/raw.js'
+
+const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms).unref())])
+
+const refused = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = connect(port, '127.0.0.1')
+    s.once('connect', () => {
+      s.destroy()
+      resolve(false)
+    })
+    s.once('error', () => resolve(true))
+  })
+
+/** a keep-alive connection: sends `request`, resolves with it once the first answer is in */
+function open(port: number, request: string): Promise<{ socket: Socket; text: () => string; closed: Promise<void>; answered: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let text = ''
+    let onAnswer: () => void = () => {}
+    const answered = new Promise<void>((r) => (onAnswer = r))
+    const closed = new Promise<void>((r) => socket.once('close', () => r()))
+    socket.on('data', (c: Buffer) => {
+      text += c.toString()
+      if (/\r\n\r\n/.test(text)) onAnswer()
+    })
+    socket.on('error', () => undefined)
+    socket.once('connect', () => {
+      socket.write(request)
+      resolve({ socket, text: () => text, closed, answered })
+    })
+    socket.once('error', reject)
+  })
+}
+
+t.test('listens on the host and port given; port 0 picks one, the URL names it, the handler is built with it', async (t) => {
+  const app = await buildApp(t)
+  let builtFor: number | undefined
+  const running = await listen(app, { host: '127.0.0.1', port: 0 }, (port) => {
+    builtFor = port
+    return app.handler
+  })
+  t.teardown(() => running.stop(1000))
+  t.ok(running.port > 0, 'a port was chosen')
+  t.equal(builtFor, running.port, 'the handler was built for the bound port')
+  t.equal(running.url, `http://127.0.0.1:${running.port}`)
+  t.equal(running.socket, null)
+  t.equal((await call(running.url, 'GET', '/healthz')).status, 200)
+
+  const plain = await listen(app, '127.0.0.1', 0)
+  t.teardown(() => plain.stop(1000))
+  t.not(plain.port, running.port)
+  t.equal((await call(plain.url, 'GET', '/healthz')).status, 200, 'listen(services, host, port): services.handler')
+})
+
+t.test('an IPv6 address is bracketed in the URL', async (t) => {
+  const app = await buildApp(t)
+  let running: RunningServer
+  try {
+    running = await listen(app, '::1', 0)
+  } catch (err) {
+    return t.pass(`no IPv6 loopback here (${(err as NodeJS.ErrnoException).code}): nothing to check`)
+  }
+  t.teardown(() => running.stop(1000))
+  t.equal(running.url, `http://[::1]:${running.port}`)
+  t.equal((await call(running.url, 'GET', '/healthz')).status, 200)
+})
+
+t.test('a handler that cannot be built: listen rejects with its error, and nothing is left listening', async (t) => {
+  const app = await buildApp(t)
+  let port = 0
+  await t.rejects(
+    listen(app, { host: '127.0.0.1', port: 0 }, (p) => {
+      port = p
+      throw new Error('config: server.public_url is not valid')
+    }),
+    { message: 'config: server.public_url is not valid' },
+  )
+  t.ok(port > 0)
+  t.ok(await refused(port), 'the port was let go')
+})
+
+t.test('a port in use is refused with EADDRINUSE', async (t) => {
+  const app = await buildApp(t)
+  const first = await listen(app, '127.0.0.1', 0)
+  t.teardown(() => first.stop(1000))
+  await t.rejects(listen(await buildApp(t), '127.0.0.1', first.port), { code: 'EADDRINUSE' })
+  t.equal((await call(first.url, 'GET', '/healthz')).status, 200, 'the first keeps serving')
+})
+
+t.test('malformed HTTP is answered 400 and headers over 16 KB 431, in the JSON envelope, without a stack', async (t) => {
+  const app = await buildApp(t)
+  const running = await listen(app, '127.0.0.1', 0)
+  t.teardown(() => running.stop(1000))
+  const noStack = /at \S+:\d+|Error|HPE_/
+  for (const garbage of ['NOT HTTP AT ALL\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n', 'GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n', 'GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n']) {
+    const r = await rawRequest(running.port, [garbage])
+    t.equal(r.status, 400, JSON.stringify(garbage))
+    t.same(JSON.parse(r.body), { success: false, message: 'Bad request' })
+    t.equal(r.headers['content-type'], 'application/json; charset=utf-8')
+    t.notMatch(r.raw, noStack)
+    t.ok(r.closedByServer, 'and the connection closed')
+  }
+  const headers = (bytes: number): string => `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(bytes)}\r\nConnection: close\r\n\r\n`
+  const big = await rawRequest(running.port, [headers(17 * 1024)])
+  t.equal(big.status, 431)
+  t.same(JSON.parse(big.body), { success: false, message: 'Request headers too large' })
+  t.notMatch(big.raw, noStack)
+  t.equal((await rawRequest(running.port, [headers(15 * 1024)])).status, 200, '15 KB of headers: served')
+})
+
+t.test('the slow-client limits close a socket within the 15 s promised, checked every second', async (t) => {
+  const app = await buildApp(t)
+  const { server, stop } = await listen(app, '127.0.0.1', 0)
+  t.teardown(() => stop(1000))
+  const check = 1000 // connectionsCheckingInterval: a timeout is noticed up to a second late
+  t.ok(server.headersTimeout > 0 && server.headersTimeout + check <= 15_000, `headers within ${server.headersTimeout} ms`)
+  t.ok(server.requestTimeout > 0 && server.requestTimeout + check <= 15_000, `the whole request within ${server.requestTimeout} ms`)
+  t.ok(server.headersTimeout <= server.requestTimeout, 'the headers inside the request')
+  t.ok(server.timeout > 0 && server.timeout <= 15_000, `an inactive socket after ${server.timeout} ms`)
+  t.ok(server.keepAliveTimeout > 0 && server.keepAliveTimeout <= 15_000, `an idle keep-alive after ${server.keepAliveTimeout} ms`)
+  t.equal(server.maxHeadersCount, MAX_HEADER_LINES + 1, 'one header line more than the app allows, so that it sees too many (431)')
+})
+
+t.test('stop: no new connections, the request in flight answered, an idle keep-alive closed at once, /readyz 503, the store closed', async (t) => {
+  const app = await buildApp(t)
+  let release: () => void = () => {}
+  const held = new Promise<void>((r) => (release = r))
+  let entered: () => void = () => {}
+  const inHandler = new Promise<void>((r) => (entered = r))
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.url !== '/hold') return void app.handler(req, res)
+    entered()
+    void held.then(() => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '4' })
+      res.end('done')
+    })
+  }
+  const running = await listen(app, { host: '127.0.0.1', port: 0 }, () => handler)
+  const idle = await open(running.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  await within(idle.answered, 5000, 'the idle connection’s first answer')
+  const busy = await open(running.port, 'GET /hold HTTP/1.1\r\nHost: x\r\n\r\n')
+  await within(inHandler, 5000, 'the held request reaching the handler')
+
+  const stopped = running.stop(60_000)
+  t.equal(running.stop(), stopped, 'one stop, however often asked')
+  await within(idle.closed, 5000, 'the idle keep-alive connection closing')
+  t.ok(await refused(running.port), 'no new connections')
+  t.equal((await call(app, 'GET', '/readyz')).status, 503, 'not ready while draining')
+  t.notOk(busy.socket.destroyed, 'the request in flight is still open')
+
+  release()
+  await within(busy.closed, 3000, 'its connection closing once answered, not a keep-alive timeout (5 s) later')
+  t.match(busy.text(), /^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\n\r\ndone$/, 'answered in full first')
+  await within(stopped, 5000, 'stop, well inside its grace period')
+  await t.rejects(app.store.listUsers(), 'the store is closed')
+})
+
+t.test('stop: a request still running at the end of the grace period is cut, and stop resolves', async (t) => {
+  const app = await buildApp(t)
+  const running = await listen(app, { host: '127.0.0.1', port: 0 }, () => () => {}) // never answers
+  const stuck = await open(running.port, 'GET /forever HTTP/1.1\r\nHost: x\r\n\r\n')
+  await new Promise((r) => setImmediate(r))
+  await within(running.stop(200), 5000, 'stop after a 200 ms grace period')
+  await within(stuck.closed, 5000, 'the stuck connection closing')
+  t.equal(stuck.text(), '', 'cut without an answer')
+})
