@@ -10,7 +10,8 @@
 import { connect, type Socket } from 'node:net'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import t from 'tap'
-import { listen, type RunningServer } from '../../src/daemon/server.js'
+import { closeStalledSockets, listen, STALLED_SOCKET_MS, type RunningServer } from '../../src/daemon/server.js'
+import { createServer } from 'node:http'
 import { MAX_HEADER_LINES } from '../../src/http/app.js'
 import { buildApp, call } from '../helpers/app.js'
 import { rawRequest } from '../helpers/raw.js'
@@ -133,7 +134,8 @@ t.test('the slow-client limits close a socket within the 15 s promised, checked 
   t.ok(server.headersTimeout > 0 && server.headersTimeout + check <= 15_000, `headers within ${server.headersTimeout} ms`)
   t.ok(server.requestTimeout > 0 && server.requestTimeout + check <= 15_000, `the whole request within ${server.requestTimeout} ms`)
   t.ok(server.headersTimeout <= server.requestTimeout, 'the headers inside the request')
-  t.ok(server.timeout > 0 && server.timeout <= 15_000, `an inactive socket after ${server.timeout} ms`)
+  t.ok(STALLED_SOCKET_MS > 0 && STALLED_SOCKET_MS + check <= 15_000, `a socket where nothing moves after ${STALLED_SOCKET_MS} ms`)
+  t.equal(server.timeout, 0, "node's own socket timer is off (re-armed on every request): the stalled-socket sweep does its work")
   t.ok(server.keepAliveTimeout > 0 && server.keepAliveTimeout <= 15_000, `an idle keep-alive after ${server.keepAliveTimeout} ms`)
   t.equal(server.maxHeadersCount, MAX_HEADER_LINES + 1, 'one header line more than the app allows, so that it sees too many (431)')
 })
@@ -180,4 +182,57 @@ t.test('stop: a request still running at the end of the grace period is cut, and
   await within(running.stop(200), 5000, 'stop after a 200 ms grace period')
   await within(stuck.closed, 5000, 'the stuck connection closing')
   t.equal(stuck.text(), '', 'cut without an answer')
+})
+
+t.test('closeStalledSockets: a socket where no byte moves is closed; one that keeps moving is not; the sweep stops with the server', async (t) => {
+  const big = Buffer.alloc(48 * 1024 * 1024, 120)
+  const server = createServer((req, res) => {
+    // /hang: never answered; /big: an answer far larger than the socket buffers
+    if (req.url === '/big') res.end(big)
+  })
+  // the server's side of each connection, in the order they come, with when it closed
+  const sides: Array<Promise<number>> = []
+  server.on('connection', (s: Socket) => {
+    const at = performance.now()
+    sides.push(new Promise((r) => s.once('close', () => r(performance.now() - at))))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const port = (server.address() as { port: number }).port
+  closeStalledSockets(server, 400, 100)
+  let opened = 0
+  const connected = async (): Promise<{ socket: Socket; closed: Promise<number> }> => {
+    const socket = await new Promise<Socket>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => resolve(s))
+      s.on('error', () => {})
+    })
+    while (sides.length === 0 || sides.length < opened + 1) await new Promise((r) => setTimeout(r, 5))
+    return { socket, closed: sides[opened++]! }
+  }
+
+  // a whole request, then silence, with no answer coming
+  const hang = await connected()
+  hang.socket.write('GET /hang HTTP/1.1\r\nHost: x\r\n\r\n')
+  // a request whose answer is never read
+  const reader = await connected()
+  reader.socket.pause()
+  reader.socket.write('GET /big HTTP/1.1\r\nHost: x\r\n\r\n')
+  // a header trickled a byte every 100 ms: never quiet for 400 ms
+  const trickle = await connected()
+  trickle.socket.write('GET /hang HTTP/1.1\r\nX-Slow: ')
+  const drip = setInterval(() => trickle.socket.write('a'), 100)
+  let trickleDone = false
+  void trickle.closed.then(() => (trickleDone = true))
+
+  const [h, r] = await within(Promise.all([hang.closed, reader.closed]), 5000, 'the stalled sockets closing')
+  t.ok(h >= 300 && h < 2000, `the silent request closed after ${Math.round(h)} ms (400 ms of nothing, looked at every 100)`)
+  t.ok(r < 3000, `the unread answer's socket closed after ${Math.round(r)} ms`)
+  t.ok(reader.socket.bytesRead < big.length, 'its client had not read the answer')
+  await new Promise((res) => setTimeout(res, 1200))
+  t.notOk(trickleDone, 'the trickling socket is still open after 1.2 s: bytes kept moving')
+  clearInterval(drip)
+  const q = await within(trickle.closed, 3000, 'the trickle closing once it stops')
+  t.ok(q > 1200, `closed only after it went quiet (${Math.round(q)} ms after it opened)`)
+  for (const c of [hang, reader, trickle]) c.socket.destroy()
+  await new Promise<void>((r) => server.close(() => r()))
+  t.equal(server.listenerCount('close'), 0, "the sweep's stop ran with the server's close")
 })
