@@ -19,7 +19,7 @@ import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { MemoryRateLimiter } from './rate-limiter.js'
 import type { RateLimiter } from '../store/rate-limit.js'
-import { Keep, limitKey, type ConsumeResult, type ConsumeToken } from '../store/rate-limit.js'
+import { Keep, limitKey, type ConsumeResult, type ConsumeToken, type RateEntry } from '../store/rate-limit.js'
 import type { RefusalLog } from './refusal-log.js'
 import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { matchRecoveryCode, matchTotp } from './totp.js'
@@ -205,6 +205,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
   const blocks = createBlockNotes()
+  // the note key of the last block looked at, as one string: a flood asks about the same one
+  let lastBlock = { limit: '', key: '', note: '' }
 
   /**
    * A limit turned a client away: recorded once per limit and key per window (BlockNotes), as a
@@ -217,7 +219,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   /** blocked()'s event, or null when this limit and key were recorded in this window already */
   function blockEvent(limit: string, key: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): AuditDraft | null {
     const at = deps.now()
-    if (!blocks.first(`${limit} ${key}`, at, at + Math.max(rule.windowMs, retryAfterS * 1000))) return null
+    if (lastBlock.limit !== limit || lastBlock.key !== key) lastBlock = { limit, key, note: `${limit} ${key}` }
+    if (!blocks.first(lastBlock.note, at, at + Math.max(rule.windowMs, retryAfterS * 1000))) return null
     const detail = { limit, window: formatDuration(rule.windowMs), retryAfter: retryAfterS }
     return apiDraft('rate_limit.block', client, { at, userId: who.userId, email: who.email, detail })
   }
@@ -372,8 +375,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
 
   // with the in-process limiter, answered at once (no promise) unless a block is to be recorded;
   // with the database's, once it has counted, or at once when it already knows the refusal
+  // the login.per_ip entry of the address seen last: a flood from one address (the 429 path)
+  // builds its key once (the limiter never changes the entries it is given)
+  let lastAdmitted: { ipKey: string; entries: readonly RateEntry[] } = { ipKey: '', entries: [] }
   function admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined> {
-    const entries = [{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }]
+    if (lastAdmitted.ipKey !== client.ipKey || lastAdmitted.entries.length === 0) {
+      lastAdmitted = { ipKey: client.ipKey, entries: [{ key: limitKey('login_ip', client.ipKey), rule: rl.login.perIp, keep: Keep.ADDRESS }] }
+    }
+    const entries = lastAdmitted.entries
     const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number }> => {
       if (perIp.ok) return undefined
       const refused = loginRefused(perIp.retryAfterS, 'login.per_ip', client)

@@ -52,6 +52,8 @@ export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
     }
   }
   const timer = setInterval(flush, opts.periodMs ?? 10_000).unref()
+  // the key of the last refusal's limit and address, remembered as one string (its hash with it)
+  let last = { limit: '', ip: '', key: '' }
 
   const repeat = (key: string, first: () => void, fields: object, msg: string): void => {
     const q = quiet.get(key)
@@ -65,8 +67,15 @@ export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
 
   return {
     refused(fields, msg) {
+      // a refusal of a client already quiet under that limit (a flood) only counts: nothing made
+      if (last.limit !== fields.limit || last.ip !== fields.ip) last = { limit: fields.limit, ip: fields.ip, key: `${fields.limit} ${fields.ip}` }
+      const q = quiet.get(last.key)
+      if (q !== undefined) {
+        q.repeated++
+        return
+      }
       const line = { event: fields.event, outcome: 'rate_limited', limit: fields.limit, ip: fields.ip }
-      repeat(`${fields.limit} ${fields.ip}`, () => opts.write(line, msg), line, msg)
+      repeat(last.key, () => opts.write(line, msg), line, msg)
     },
     repeat,
     close() {

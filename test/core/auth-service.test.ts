@@ -76,6 +76,8 @@ t.test('login: refused by login.per_ip with TOO_MANY_LOGINS and its Retry-After,
   t.match(refused, { code: 'TOO_MANY_LOGINS', status: 429 })
   t.ok((refused as { retryAfterS: number }).retryAfterS > 0 && (refused as { retryAfterS: number }).retryAfterS <= 60, 'within the window')
   t.same(app.auth.admitLogin({ ...client, ip: '198.51.100.4', ipKey: '198.51.100.4' }), undefined, 'another address is admitted')
+  t.match(app.auth.admitLogin(client), { retryAfterS: Number }, 'and the first one, asked about again after it, is still refused')
+  t.same(app.auth.admitLogin({ ...client, ip: '198.51.100.5', ipKey: '198.51.100.5' }), undefined, 'as a third is admitted after that')
   await signIn(app, { email: 'ann@example.com', password: PASSWORD }, { ...client, ip: '198.51.100.4', ipKey: '198.51.100.4' })
 })
 

@@ -21,6 +21,8 @@ t.test('the first refusal of an address is written at once, the rest counted int
   for (let i = 0; i < 500; i++) log.refused({ event: 'login', limit: 'login.per_ip', ip: '10.0.0.1' }, 'login refused by rate limit')
   log.refused({ event: 'login', limit: 'login.per_ip', ip: '10.0.0.2' }, 'login refused by rate limit')
   log.refused({ event: 'login', limit: 'login.per_email', ip: '10.0.0.1' }, 'login refused by rate limit')
+  // the first address and limit again, after others: counted with its first, no new line
+  log.refused({ event: 'login', limit: 'login.per_ip', ip: '10.0.0.1' }, 'login refused by rate limit')
   t.same(
     rec.lines.map((l) => [l.fields.ip, l.fields.limit, l.msg]),
     [
@@ -34,7 +36,7 @@ t.test('the first refusal of an address is written at once, the rest counted int
   log.close()
   t.equal(rec.lines.length, 4, 'closing writes the one address that repeated')
   t.same(rec.lines[3], {
-    fields: { event: 'login', limit: 'login.per_ip', ip: '10.0.0.1', outcome: 'rate_limited', repeated: 499 },
+    fields: { event: 'login', limit: 'login.per_ip', ip: '10.0.0.1', outcome: 'rate_limited', repeated: 500 },
     msg: 'login refused by rate limit (repeated)',
   })
 })
