@@ -212,7 +212,7 @@ function output(): { writes: string[]; flushes: number; syncFlushes: number; out
     flushes: 0,
     syncFlushes: 0,
     out: {
-      write: (text: string) => o.writes.push(text),
+      write: (chunk: Buffer) => o.writes.push(chunk.toString('utf8')),
       flush: (cb?: (err?: Error) => void) => {
         o.flushes++
         cb?.()
