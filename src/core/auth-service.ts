@@ -21,7 +21,7 @@ import type { MemoryRateLimiter } from './rate-limiter.js'
 import type { RateLimiter } from '../store/rate-limit.js'
 import { Keep, limitKey, type ConsumeResult, type ConsumeToken, type RateEntry } from '../store/rate-limit.js'
 import type { RefusalLog } from './refusal-log.js'
-import { decideRefresh, familyHashOf, hashToken, isLive, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
+import { decideRefresh, familyHashOf, hashToken, newRefreshToken, newSessionId, REFRESH_TOKEN, sameHash, type RefreshOutcome } from './sessions.js'
 import { matchRecoveryCode, matchTotp } from './totp.js'
 import { newUserId } from './users.js'
 
@@ -309,7 +309,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       familyHash: familyHashOf(refreshToken),
       rotations: [],
       amr: [...amr],
-    }, { max: sessionPolicy.maxPerUser, isLive: (s) => isLive(s, now, sessionPolicy) }, {
+    }, { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }, {
       events,
       evicted: (e) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
     })

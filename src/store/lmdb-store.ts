@@ -13,6 +13,7 @@ import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
   hashParamsKey,
+  liveUnder,
   settleKeys,
   type Audit,
   type AuditAnchor,
@@ -302,7 +303,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     const live: SessionEntry[] = []
     for (const { key, value } of userSessions.getRange(userRange(userId))) {
       const e = entryOf(key, value)
-      if (limit.isLive(e)) live.push(e)
+      if (liveUnder(e, limit)) live.push(e)
     }
     const excess = live.length - (limit.max - 1)
     if (excess <= 0) return []

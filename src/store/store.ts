@@ -89,13 +89,24 @@ export interface SessionEntry {
 /** Where a walk over the sessions index (`sessionEntries`) resumes: after this entry. */
 export type SessionCursor = Pick<SessionEntry, 'userId' | 'id'>
 
-/** The sessions-per-user bound applied by `createSession` (sessions.max_per_user). */
+/**
+ * The sessions-per-user bound applied by `createSession` (sessions.max_per_user), as data, so that
+ * a backend can count in its database: a session counts as live at `now` while
+ * `now < expiresAt` and `now < lastUsedAt + idleTtlMs` (an expired one neither counts nor is
+ * evicted), the test core/sessions.ts isLive makes.
+ */
 export interface SessionLimit {
   /** live sessions a user may have, the new one included */
   max: number
-  /** whether a session counts as live (an expired one neither counts nor is evicted) */
-  isLive(s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>): boolean
+  /** the time the bound is applied at (ms) */
+  now: number
+  /** sessions.idle_ttl (ms) */
+  idleTtlMs: number
 }
+
+/** whether `s` counts against `limit` (SessionLimit) */
+export const liveUnder = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean =>
+  limit.now < s.expiresAt && limit.now < s.lastUsedAt + limit.idleTtlMs
 
 export interface Rotation {
   hash: string

@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { decideRefresh, familyHashOf, GRACE_ROTATIONS_KEPT, hashToken, isLive, newRefreshToken, newSessionId, openSuccessor, REFRESH_TOKEN, sealSuccessor, tokenFamily, type SessionPolicy } from '../../src/core/sessions.js'
-import type { SessionRecord } from '../../src/store/store.js'
+import fc from 'fast-check'
+import { liveUnder, type SessionRecord } from '../../src/store/store.js'
 
 const policy: SessionPolicy = { idleTtlMs: 3_600_000, absoluteTtlMs: 86_400_000, reuseGraceMs: 10_000 }
 const T0 = 1_700_000_000_000
@@ -89,6 +90,21 @@ t.test('isLive: idle and absolute expiry, both exclusive', async (t) => {
   const used = { ...s, lastUsedAt: s.expiresAt - 1000 }
   t.ok(isLive(used, s.expiresAt - 1, policy))
   t.notOk(isLive(used, s.expiresAt, policy), 'absolute, however recently used')
+})
+
+t.test("the store's sessions-per-user bound counts a session live exactly when isLive does", async (t) => {
+  // createSession's limit is data (a backend may count in its database): the same test as isLive
+  const time = fc.integer({ min: T0 - 1000, max: T0 + policy.absoluteTtlMs + 1000 })
+  fc.assert(
+    fc.property(time, time, time, (lastUsedAt, expiresAt, now) => {
+      const s = { lastUsedAt, expiresAt }
+      return liveUnder(s, { max: 1, now, idleTtlMs: policy.idleTtlMs }) === isLive(s, now, policy)
+    }),
+    { numRuns: 2000 },
+  )
+  const s = session('x'.repeat(43))
+  t.ok(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs - 1, idleTtlMs: policy.idleTtlMs }))
+  t.notOk(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs, idleTtlMs: policy.idleTtlMs }), 'idle, exclusive')
 })
 
 t.test('decideRefresh: unknown hash', async (t) => {

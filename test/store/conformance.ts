@@ -285,7 +285,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
   await t.test('sessions: createSession with a limit ends the oldest live ones beyond it, not the expired', async (t) => {
     const store = await fresh(t)
     const now = T0 + 10
-    const limit = (max: number): SessionLimit => ({ max, isLive: (s) => s.expiresAt > now })
+    const limit = (max: number): SessionLimit => ({ max, now, idleTtlMs: policy.idleTtlMs })
     await store.createSession(session('s1', 'u1', { lastUsedAt: T0 + 1 }))
     await store.createSession(session('s2', 'u1', { lastUsedAt: T0 + 2 }))
     await store.createSession(session('old', 'u1', { lastUsedAt: T0, expiresAt: T0 + 5 }))
@@ -300,6 +300,25 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.same(more.map((e) => e.id).sort(), ['s2', 's3'])
     t.same(byId(await store.listSessions('u1')).map((s) => s.id), ['old', 's4'])
     t.same(await store.createSession(session('s5', 'u2'), limit(5)), [], 'under the limit nothing ends')
+  })
+
+  await t.test('sessions: createSession with room under its limit writes the session and its events, ending none; idle and expired ones do not count', async (t) => {
+    const store = await fresh(t)
+    const now = T0 + policy.idleTtlMs + 10
+    const limit: SessionLimit = { max: 2, now, idleTtlMs: policy.idleTtlMs }
+    await store.createSession(session('idle', 'u1', { lastUsedAt: T0 }))
+    await store.createSession(session('gone', 'u1', { lastUsedAt: now - 1, expiresAt: now }))
+    await store.createSession(session('live', 'u1', { lastUsedAt: now - 1 }))
+    const ended = await store.createSession(session('new', 'u1', { lastUsedAt: now }), limit, {
+      events: [draft('login.success')],
+      evicted: (e) => draft('session.evict', { sessionId: e.id }),
+    })
+    t.same(ended, [], 'one live session and a limit of 2: room for the new one')
+    t.same(byId(await store.listSessions('u1')).map((s) => s.id), ['gone', 'idle', 'live', 'new'], 'nothing ended')
+    t.equal(await store.findSessionIdByRefreshHash('h-new'), 'new', 'with its token entry')
+    t.same((await store.auditEvents({ limit: 10 })).map((e) => e.event), ['login.success'], 'its event, no eviction')
+    const full = await store.createSession(session('newer', 'u1', { lastUsedAt: now }), limit)
+    t.same(full.map((e) => e.id), ['live'], 'at the limit the oldest live one ends')
   })
 
   await t.test('refreshSession: the decision sees the session by its token hash, a predecessor or its family', async (t) => {
@@ -580,7 +599,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
       [
         'createSession ending two',
         () =>
-          store.createSession(session('s3', 'u1', { lastUsedAt: T0 + 2 }), { max: 1, isLive: () => true }, {
+          store.createSession(session('s3', 'u1', { lastUsedAt: T0 + 2 }), { max: 1, now: T0 + 2, idleTtlMs: policy.idleTtlMs }, {
             events: [draft('login.success')],
             evicted: (e) => draft('session.evict', { sessionId: e.id, userId: e.userId }),
           }),

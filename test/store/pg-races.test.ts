@@ -183,7 +183,7 @@ t.test('20 concurrent logins of one user over three instances with a bound of 3:
   const db = await pgDatabase(t)
   if (!db) return
   const stores = await instances(t, db.url)
-  const limit = { max: 3, isLive: () => true }
+  const limit = { max: 3, now: T0, idleTtlMs: policy.idleTtlMs }
   const login = (store: Store, i: number): Promise<Array<{ id: string }>> => {
     const token = newRefreshToken()
     return store.createSession(

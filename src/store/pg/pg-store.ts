@@ -14,6 +14,7 @@
 import { redactUrl } from '../../config/redact-url.js'
 import {
   hashParamsKey,
+  liveUnder,
   settleKeys,
   type Audit,
   type AuditAnchor,
@@ -283,7 +284,7 @@ async function putKeysTx(sql: Sql, keys: KeyRecord[]): Promise<void> {
 
 /** of a user's sessions, those a new one evicts: the live beyond `limit.max - 1`, oldest last use first (bounded) */
 function evictionsOf(entries: SessionEntry[], limit: SessionLimit): SessionEntry[] {
-  const live = entries.filter((e) => limit.isLive(e))
+  const live = entries.filter((e) => liveUnder(e, limit))
   const excess = live.length - (limit.max - 1)
   if (excess <= 0) return []
   live.sort((a, b) => a.lastUsedAt - b.lastUsedAt || (a.id < b.id ? -1 : 1))
@@ -451,13 +452,21 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       return rows.map(entryOf)
     },
     async createSession(s, limit, audit) {
-      // Two round trips where no other login or session write of the user comes between (one
-      // without a bound): the user's sessions read without a lock, the evictions and events
-      // decided, then one statement that, under the user's advisory lock, writes only if the
-      // sessions are still what was read. Else the locked transaction below decides again.
+      // One round trip when the user has room under the bound (or there is no bound). At the
+      // bound, two more where no other login or session write of the user comes between: the
+      // user's sessions read without a lock, the evictions and events decided, then one statement
+      // that, under the user's advisory lock, writes only if the sessions are still what was
+      // read. Else the locked transaction below decides again.
       let seen: string | null = null
       let ended: SessionEntry[] = []
       if (limit !== undefined) {
+        // one round trip when the user has room (a login's usual case): counted and written under
+        // the user's lock, nothing read back
+        const [{ ok: fits }] = await db.query<{ ok: boolean }>(
+          `SELECT authd_create_session_within($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) AS ok`,
+          [USER_LOCK, limit.max, limit.now, limit.idleTtlMs, ...sessionColumns(s), ...newSessionTokens(s), ...auditArgs(sessionEvents(audit, []))],
+        )
+        if (fits) return []
         const rows = await db.query<EntryRow & { seen: string }>(
           // the text of what was read computed once (an uncorrelated subquery), in the same snapshot
           `SELECT s.${ENTRY_COLUMNS.split(', ').join(', s.')}, (SELECT authd_sessions_seen($1)) AS seen

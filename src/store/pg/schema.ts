@@ -445,6 +445,31 @@ const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
+  // 3 → 4: a login's write in one round trip when the user has room under sessions.max_per_user
+  `
+  -- A login's write (Store.createSession with a bound) when the user has room: under the user's
+  -- advisory lock, the user's live sessions (live at p_now: p_now < expires_at and
+  -- p_now < last_used_at + p_idle_ms, as core/sessions.ts isLive) are counted; with fewer than
+  -- p_max the new one fits, and it is written as authd_create_session writes it (none ends).
+  -- false (nothing written) when the user is at the bound: the caller reads the sessions and
+  -- decides which end (authd_create_session with p_seen).
+  CREATE FUNCTION authd_create_session_within(p_lock integer, p_max integer, p_now bigint, p_idle_ms bigint,
+      p_id text, p_user_id text, p_created_at bigint, p_last_used_at bigint, p_expires_at bigint, p_sealed boolean, p_record json,
+      p_hashes text[], p_generations integer[],
+      p_at bigint[], p_event text[], p_event_user text[], p_canon_head text[], p_canon_tail text[], p_body_mid text[])
+  RETURNS boolean LANGUAGE plpgsql AS $$
+  BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock, hashtext(p_user_id));
+    -- a statement of its own: it sees what committed before the lock was granted
+    IF (SELECT count(*) FROM authd_sessions
+        WHERE user_id = p_user_id AND p_now < expires_at AND p_now < last_used_at + p_idle_ms) >= p_max THEN
+      RETURN false;
+    END IF;
+    RETURN authd_create_session(p_lock, NULL, NULL, p_id, p_user_id, p_created_at, p_last_used_at, p_expires_at, p_sealed, p_record,
+      p_hashes, p_generations, p_at, p_event, p_event_user, p_canon_head, p_canon_tail, p_body_mid);
+  END
+  $$;
+  `,
 ]
 
 /** the schema this build writes */
