@@ -30,31 +30,47 @@ export const tokenFamily = (token: string): string => token.slice(0, 22)
 /** The hash the store finds a token's session by when the token itself is not indexed */
 export const familyHashOf = (token: string): string => hashToken(tokenFamily(token))
 
-/** At most this many rotations are kept for the grace, however short it is */
-export const GRACE_ROTATIONS_KEPT = 16
+/**
+ * At most this many rotations are kept for the grace, however short it is: a token up to this many
+ * rotations back, each within its own grace, is walked to the live one. A client refreshes once an
+ * access token's lifetime (minutes); two tabs or a lost response take one rotation or two. The
+ * bound keeps a session's record small (under PostgreSQL's 2 KB, where it would be stored apart,
+ * in TOAST, and rewritten there at every refresh) however fast its holder refreshes.
+ */
+export const GRACE_ROTATIONS_KEPT = 8
 
+/** the key a successor is sealed under: only the holder of the token it replaced can derive it */
 const sealKey = (previous: string): Buffer =>
   Buffer.from(hkdfSync('sha256', previous, Buffer.alloc(0), 'authd refresh successor', 32))
 
-/** Seals `successor` so that only the holder of `previous` can open it. */
+/**
+ * Seals `successor` so that only the holder of `previous` can open it. Only its secret is sealed
+ * (the family is `previous`'s own): 80 characters.
+ */
 export function sealSuccessor(previous: string, successor: string): string {
   const iv = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', sealKey(previous), iv)
-  const body = Buffer.concat([cipher.update(successor, 'utf8'), cipher.final()])
+  const body = Buffer.concat([cipher.update(Buffer.from(successor.slice(successor.indexOf('.') + 1), 'base64url')), cipher.final()])
   return Buffer.concat([iv, body, cipher.getAuthTag()]).toString('base64url')
+}
+
+/** What a seal opens to under `key`, or null when it was not sealed under it (GCM's tag says so). */
+function openWith(key: Buffer, sealed: string): Buffer | null {
+  const raw = Buffer.from(sealed, 'base64url')
+  if (raw.length < 12 + 16 + 1) return null
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12))
+    decipher.setAuthTag(raw.subarray(raw.length - 16))
+    return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()])
+  } catch {
+    return null
+  }
 }
 
 /** The successor sealed under `previous`, or null if it does not open with that token. */
 export function openSuccessor(previous: string, sealed: string): string | null {
-  const raw = Buffer.from(sealed, 'base64url')
-  if (raw.length < 12 + 16 + 1) return null
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(previous), raw.subarray(0, 12))
-    decipher.setAuthTag(raw.subarray(raw.length - 16))
-    return Buffer.concat([decipher.update(raw.subarray(12, raw.length - 16)), decipher.final()]).toString('utf8')
-  } catch {
-    return null
-  }
+  const secret = openWith(sealKey(previous), sealed)
+  return secret === null ? null : `${tokenFamily(previous)}.${secret.toString('base64url')}`
 }
 
 // constant-time so a timing side channel cannot walk a stored hash byte by byte
@@ -106,7 +122,7 @@ export function decideRefresh(
   if (sameHash(session.refreshHash, presented.hash)) {
     // the family goes on
     const token = newRefreshToken(tokenFamily(presented.token))
-    const kept = [...rotations, { hash: session.refreshHash, at: now, sealed: sealSuccessor(presented.token, token) }]
+    const kept = [...rotations, { at: now, sealed: sealSuccessor(presented.token, token) }]
     const next: SessionRecord = {
       ...session,
       lastUsedAt: now,
@@ -121,14 +137,18 @@ export function decideRefresh(
 
   // A token replaced within the grace of its rotation, presented again: a second tab, a response
   // lost on the way, a page reloaded twice. Answer with the live token, the very one the other
-  // presenters got: opened from this token's successor, then that one's, up to the live one.
-  const i = rotations.findIndex((r) => sameHash(r.hash, presented.hash))
-  if (i !== -1) {
-    let token: string | null = presented.token
-    for (let j = i; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
+  // presenters got: the seal made under this token opened (the one that opens with it is its own
+  // rotation's: GCM's tag fails under any other key), then its successor's, up to the live one.
+  const key = rotations.length === 0 ? null : sealKey(presented.token)
+  for (let i = rotations.length - 1; i >= 0 && key !== null; i--) {
+    const first = openWith(key, rotations[i]!.sealed)
+    if (first === null) continue
+    let token: string | null = `${tokenFamily(presented.token)}.${first.toString('base64url')}`
+    for (let j = i + 1; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
     if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
       return { action: 'none', result: { kind: 'grace', session, token } }
     }
+    break
   }
 
   // A used token presented again: someone holds a copy. End the whole session.

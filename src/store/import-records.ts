@@ -71,7 +71,7 @@ const SESSION: Record<string, (v: unknown) => boolean> = {
   rotatedAt: orNull(isNumber),
   generation: isCount,
   familyHash: isKey,
-  rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isKey(r.hash) && isNumber(r.at) && isString(r.sealed))),
+  rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isNumber(r.at) && isString(r.sealed))),
   amr: isStrings,
 }
 
@@ -218,12 +218,10 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
 }
 
 /**
- * The hashes of a session's earlier refresh tokens a store indexes besides the live one, newest
- * first: the one its last rotation replaced, then those of the rotations still inside their grace.
- * The i-th was the session's token at generation `generation - 1 - i`.
+ * The hashes of a session's earlier refresh tokens a store indexes besides the live one: the one
+ * its last rotation replaced (generation `generation - 1`), if any. Older ones find the session
+ * through its family.
  */
 export function earlierTokenHashes(s: SessionRecord): string[] {
-  const out: string[] = s.previousHash === null ? [] : [s.previousHash]
-  for (const r of [...(s.rotations ?? [])].reverse()) if (!out.includes(r.hash)) out.push(r.hash)
-  return out.slice(0, s.generation)
+  return s.previousHash === null || s.generation === 0 ? [] : [s.previousHash]
 }

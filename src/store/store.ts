@@ -60,8 +60,8 @@ export interface SessionRecord {
    */
   familyHash: string
   /**
-   * The rotations of the last `sessions.reuse_grace`, oldest first, each consecutive: the hash of
-   * the token replaced, when, and its successor sealed under it (only its holder can open it).
+   * The rotations of the last `sessions.reuse_grace`, oldest first, each consecutive: when, and
+   * its successor sealed under the token it replaced (only that token's holder can open it).
    */
   rotations?: Rotation[]
   /**
@@ -108,8 +108,8 @@ export interface SessionLimit {
 export const liveUnder = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean =>
   limit.now < s.expiresAt && limit.now < s.lastUsedAt + limit.idleTtlMs
 
+/** One rotation inside its grace: when, and the successor sealed under the token it replaced. */
 export interface Rotation {
-  hash: string
   at: number
   sealed: string
 }

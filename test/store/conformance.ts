@@ -416,7 +416,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(await store.findSessionIdByRefreshHash('h-s1'), 's1', 'its token entry stays')
 
     const swept = await store.sweepSessions(['s1', 's2', 's3', 'nope'], (s) =>
-      s.id === 's1' ? 'delete' : s.id === 's2' ? { ...s, rotations: [{ hash: 'x', at: T0, sealed: 'y' }] } : undefined,
+      s.id === 's1' ? 'delete' : s.id === 's2' ? { ...s, rotations: [{ at: T0, sealed: 'y' }] } : undefined,
     )
     t.equal(swept, 1)
     t.equal(await store.getSession('s1'), undefined)
