@@ -664,9 +664,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         (s, u) => {
           user = u
           const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
-          // the session ends in this write: its event with it, naming who presented the token
+          // the session ends in this write: its event with it, naming its user (id and email, as
+          // read with the session) and who presented the token
           if (d.result.kind !== 'reuse') return d
-          return { ...d, audit: [apiDraft('refresh.reuse', client, { at: now, userId: d.result.session.userId, sessionId: d.result.session.id })] }
+          const event = apiDraft('refresh.reuse', client, { at: now, userId: d.result.session.userId, email: u?.email ?? null, sessionId: d.result.session.id })
+          return { ...d, audit: [event] }
         },
         familyHashOf(token),
       )

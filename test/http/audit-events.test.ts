@@ -288,7 +288,7 @@ t.test('refresh.reuse: the session ended, with the presenter’s address and use
   t.equal(thief.status, 401)
   const got = await h.since(1)
   t.same(got.map((e) => e.event), ['refresh.reuse'])
-  t.match(got[0], { actor: 'api', ip: '192.0.2.66', userAgent: 'curl/8.0 (thief)', userId: ann.id, sessionId: sidOf(li.body.data.accessToken), detail: {} })
+  t.match(got[0], { actor: 'api', ip: '192.0.2.66', userAgent: 'curl/8.0 (thief)', userId: ann.id, email: 'ann@example.com', sessionId: sidOf(li.body.data.accessToken), detail: {} })
   // the session is gone: presented again, nothing more to record
   await h.post('/api/auth/refresh', { cookie: old })
   t.equal((await h.events()).length, 2)
