@@ -163,36 +163,3 @@ export async function readAudit(store: Pick<Store, 'auditEvents'>, filter: Audit
   }
   return out
 }
-
-/**
- * Which rate-limit blocks were recorded (`rate_limit.block`: README, "Audit log"): a block is
- * recorded once per limit and key per window (the first refusal records it, and the key's next
- * block after the window's length records the next), not once per refused request, so a flood of
- * refusals costs one event per key and window, and a map lookup per refusal.
- * At most `max` notes are held, the oldest forgotten first (such a key is recorded again at its
- * next block). Each authd keeps its own notes: with several instances on PostgreSQL, each one
- * that turns a key away records that block once.
- */
-export interface BlockNotes {
-  /** whether a block of `key` (limit and limiter key) at `at` is the first since it had room; notes it until `until` */
-  first(key: string, at: number, until: number): boolean
-  readonly size: number
-}
-
-export function createBlockNotes(max = 10_000): BlockNotes {
-  const notes = new Map<string, number>()
-  return {
-    first(key, at, until) {
-      const noted = notes.get(key)
-      if (noted !== undefined && noted > at) return false
-      notes.delete(key)
-      // full: the oldest note goes (a Map keeps insertion order), whose key most likely has room again
-      if (notes.size >= max) notes.delete(notes.keys().next().value!)
-      notes.set(key, until)
-      return true
-    },
-    get size() {
-      return notes.size
-    },
-  }
-}

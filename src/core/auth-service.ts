@@ -5,7 +5,7 @@
 import type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
 import type { Config, RateRule } from '../config/types.js'
 import { formatDuration } from '../config/duration.js'
-import { apiDraft, createBlockNotes, type AuditEventName, type LoginFailureReason } from './audit.js'
+import { apiDraft, type AuditEventName, type LoginFailureReason } from './audit.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
 import type { AuditDraft, LimitClearTarget, Store, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
@@ -151,6 +151,9 @@ export interface AuthService {
   clearLoginLimits(target: LimitClearTarget): Promise<number>
 }
 
+/** A limiter's refusal */
+type Refusal = Extract<ConsumeResult, { ok: false }>
+
 /** The charge of a password check to the login limits, and its three endings. */
 export interface LoginCharges {
   charge(email: string, userId: string, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }>
@@ -204,25 +207,19 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   const { config, store, hasher, tokens, limiter, log, events, refusals, devices, mfaTokens, meView } = deps
   const rl = config.rateLimit
   const sessionPolicy = config.sessions
-  const blocks = createBlockNotes()
-  // the note key of the last block looked at, as one string: a flood asks about the same one
-  let lastBlock = { limit: '', key: '', note: '' }
-
   /**
-   * A limit turned a client away: recorded once per limit and key per window (BlockNotes), as a
-   * small write of its own. `who` is the email and user the limit counts, if any.
+   * A limit turned a client away: recorded once per limit and key per window, as a small write
+   * of its own. The limiter says which refusal is the first of its key's window (firstBlock: it
+   * keeps that on the key's own entry, or its row shared by every instance), so a flood of
+   * refusals, from any number of keys and instances, records one event per key and window. `who`
+   * is the email and user the limit counts, if any.
    */
-  async function blocked(limit: string, key: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): Promise<void> {
-    const event = blockEvent(limit, key, rule, retryAfterS, client, who)
-    if (event !== null) await store.appendAudit([event])
+  async function blocked(limit: string, rule: RateRule, refusal: Refusal, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): Promise<void> {
+    if (refusal.firstBlock) await store.appendAudit([blockEvent(limit, rule, refusal.retryAfterS, client, who)])
   }
-  /** blocked()'s event, or null when this limit and key were recorded in this window already */
-  function blockEvent(limit: string, key: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): AuditDraft | null {
-    const at = deps.now()
-    if (lastBlock.limit !== limit || lastBlock.key !== key) lastBlock = { limit, key, note: `${limit} ${key}` }
-    if (!blocks.first(lastBlock.note, at, at + Math.max(rule.windowMs, retryAfterS * 1000))) return null
+  function blockEvent(limit: string, rule: RateRule, retryAfterS: number, client: ClientContext, who: { userId?: string | null; email?: string | null } = {}): AuditDraft {
     const detail = { limit, window: formatDuration(rule.windowMs), retryAfter: retryAfterS }
-    return apiDraft('rate_limit.block', client, { at, userId: who.userId, email: who.email, detail })
+    return apiDraft('rate_limit.block', client, { at: deps.now(), userId: who.userId, email: who.email, detail })
   }
 
   /** an event of no store change of its own (a failed login, a second step asked for) */
@@ -358,7 +355,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     if (!attempt.ok) {
       const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : ours ? 'login.per_device' : 'login.per_email'
       const entry = entries[attempt.blockedBy] ?? entries[0]!
-      await blocked(limit, entry.key, entry.rule, attempt.retryAfterS, client, { userId: userId ?? null, email: userId === undefined ? triedEmail(email) : email })
+      await blocked(limit, entry.rule, attempt, client, { userId: userId ?? null, email: userId === undefined ? triedEmail(email) : email })
       return { ok: false, limit, retryAfterS: attempt.retryAfterS }
     }
     return { ok: true, token: attempt.token, ipEmailKey, device }
@@ -373,7 +370,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     await limiter.release(charge.token, charge.ipEmailKey)
   }
 
-  // with the in-process limiter, answered at once (no promise) unless a block is to be recorded;
+  // with the in-process limiter, answered at once (no promise) unless it is a block to record;
   // with the database's, once it has counted, or at once when it already knows the refusal
   // the login.per_ip entry of the address seen last: a flood from one address (the 429 path)
   // builds its key once (the limiter never changes the entries it is given)
@@ -386,8 +383,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const admitted = (perIp: ConsumeResult): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number }> => {
       if (perIp.ok) return undefined
       const refused = loginRefused(perIp.retryAfterS, 'login.per_ip', client)
-      const block = blockEvent('login.per_ip', entries[0]!.key, rl.login.perIp, perIp.retryAfterS, client)
-      return block === null ? refused : store.appendAudit([block]).then(() => refused)
+      if (!perIp.firstBlock) return refused
+      return store.appendAudit([blockEvent('login.per_ip', rl.login.perIp, perIp.retryAfterS, client)]).then(() => refused)
     }
     const memory = deps.memoryLimiter
     if (memory !== undefined && memory !== null) return admitted(memory.consume(entries))
@@ -515,10 +512,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.register('invalid')
         throw err
       }
-      const registerKey = limitKey('register_ip', client.ipKey)
-      const allowed = await limiter.consume([{ key: registerKey, rule: rl.register.perIp, keep: Keep.ADDRESS }])
+      const allowed = await limiter.consume([{ key: limitKey('register_ip', client.ipKey), rule: rl.register.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
-        await blocked('register.per_ip', registerKey, rl.register.perIp, allowed.retryAfterS, client)
+        await blocked('register.per_ip', rl.register.perIp, allowed, client)
         events.register('rate_limited')
         events.rateLimited('register.per_ip')
         refusals.refused({ event: 'register', limit: 'register.per_ip', ip: client.ip }, 'registration refused by rate limit')
@@ -574,7 +570,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const mfaKey = limitKey('mfa_user', user!.id)
       const attempt = await limiter.consume([{ key: mfaKey, rule: rl.mfa.perUser, keep: Keep.ACCOUNT }])
       if (!attempt.ok) {
-        await blocked('mfa.per_user', mfaKey, rl.mfa.perUser, attempt.retryAfterS, client, { userId: user!.id, email: user!.email })
+        await blocked('mfa.per_user', rl.mfa.perUser, attempt, client, { userId: user!.id, email: user!.email })
         events.mfa('rate_limited')
         events.rateLimited('mfa.per_user')
         refusals.refused({ event: 'login_mfa', limit: 'mfa.per_user', ip: client.ip }, 'second step refused by rate limit')
@@ -652,10 +648,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const refreshKey = limitKey('refresh_ip', client.ipKey)
-      const allowed = await limiter.consume([{ key: refreshKey, rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
+      const allowed = await limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
       if (!allowed.ok) {
-        await blocked('refresh.per_ip', refreshKey, rl.refresh.perIp, allowed.retryAfterS, client)
+        await blocked('refresh.per_ip', rl.refresh.perIp, allowed, client)
         events.refresh('rate_limited')
         events.rateLimited('refresh.per_ip')
         throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
@@ -669,9 +664,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         (s, u) => {
           user = u
           const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
-          // the session ends in this write: its event with it, naming who presented the token
+          // the session ends in this write: its event with it, naming its user (id and email, as
+          // read with the session) and who presented the token
           if (d.result.kind !== 'reuse') return d
-          return { ...d, audit: [apiDraft('refresh.reuse', client, { at: now, userId: d.result.session.userId, sessionId: d.result.session.id })] }
+          const event = apiDraft('refresh.reuse', client, { at: now, userId: d.result.session.userId, email: u?.email ?? null, sessionId: d.result.session.id })
+          return { ...d, audit: [event] }
         },
         familyHashOf(token),
       )

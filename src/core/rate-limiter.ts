@@ -41,6 +41,8 @@ class Node {
   next: Node | null = null
   /** the list of its window it is in (see listOf) */
   list = 0
+  /** until when a refusal of this key is not a first block (ConsumeResult.firstBlock): a window from the first */
+  blockedUntil = -Infinity
   constructor(
     readonly key: string,
     at: number,
@@ -188,6 +190,9 @@ export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions)
     let blocked = false
     let blockedBy = -1
     let waitMs = 0
+    // the entry that blocks, for firstBlock: its key's node (none only for a count of 0) and window
+    let blockedNode: Node | undefined
+    let blockedWindowMs = 0
     for (let i = 0; i < entries.length; i++) {
       const { key, rule } = entries[i]
       const w = windowOf(rule.windowMs)
@@ -200,13 +205,26 @@ export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions)
       const inWindow = n === undefined ? 0 : live(w, n, t)
       const over = inWindow + earlier - rule.count // ≥ 0: this many events must expire first
       if (over >= 0) {
-        if (!blocked) blockedBy = i
+        if (!blocked) {
+          blockedBy = i
+          blockedNode = n
+          blockedWindowMs = w.ms
+        }
         blocked = true
         waitMs = Math.max(waitMs, n !== undefined && over < inWindow ? n.times[over] + w.ms - t : w.ms)
       }
     }
 
-    if (blocked) return { ok: false, retryAfterS: toSeconds(waitMs), blockedBy }
+    if (blocked) {
+      // the first refusal of the key in a window is the block to record; a flood's others only
+      // read a number on the key's own entry (nothing is allocated for them)
+      let firstBlock = true
+      if (blockedNode !== undefined) {
+        firstBlock = blockedNode.blockedUntil <= t
+        if (firstBlock) blockedNode.blockedUntil = t + blockedWindowMs
+      }
+      return { ok: false, retryAfterS: toSeconds(waitMs), blockedBy, firstBlock }
+    }
 
     // Make room for the keys this call adds: expired keys first (nothing counted is lost), then,
     // when every key held is live, the ones that protect least. A full limiter never refuses:
@@ -237,6 +255,8 @@ export function createRateLimiter({ maxKeys, now, onEvict }: RateLimiterOptions)
         w.keys.set(key, n)
         held++
       } else {
+        // its events had all left the window (not yet swept): a new window, whose block is a new one
+        if (n.times.length === 0) n.blockedUntil = -Infinity
         n.times.push(t)
         unlink(w, n)
       }

@@ -714,17 +714,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }
       return out
     },
-    auditChain() {
-      const anchor = auditAnchor()
-      async function* events(): AsyncGenerator<AuditEvent> {
-        const txn = root.useReadTransaction()
-        try {
+    async auditChain(walk) {
+      // the anchor read in the snapshot the events are: a sweep just before the walk is in
+      // neither or in both
+      const txn = root.useReadTransaction()
+      try {
+        const anchor = auditAnchor(txn)
+        async function* events(): AsyncGenerator<AuditEvent> {
           for await (const { value } of snapshotRange(audit, txn)) if (value.seq > anchor.seq) yield value
-        } finally {
-          txn.done()
         }
+        return await walk(anchor, events())
+      } finally {
+        txn.done()
       }
-      return { anchor: Promise.resolve(anchor), events: events() }
     },
     async sweepAudit(before) {
       let total = 0

@@ -28,10 +28,16 @@ export interface ConsumeToken {
 }
 
 /**
- * A refusal says which entry had no room (`blockedBy`, its index; the first such one). A full
- * limiter never refuses: it forgets other keys instead (see `RateLimiterOptions.maxKeys`).
+ * A refusal says which entry had no room (`blockedBy`, its index; the first such one), and
+ * whether it is the first refusal of that entry's key in the key's window (`firstBlock`): the
+ * block the audit log records, once per limit and key per window (README, "Audit log"), however
+ * many requests are refused and however many instances refuse them. The limiter keeps that on the
+ * key's own entry, for its window's length from the first refusal; a key whose counted events
+ * have all left the window, or that was reset or forgotten (a full limiter's eviction), starts
+ * afresh, and its next refusal is a first block again. A full limiter never refuses: it forgets
+ * other keys instead (see `RateLimiterOptions.maxKeys`).
  */
-export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number; blockedBy: number }
+export type ConsumeResult = { ok: true; token: ConsumeToken } | { ok: false; retryAfterS: number; blockedBy: number; firstBlock: boolean }
 
 /**
  * The limiter as the daemon uses it, of either kind: in process (LMDB; `createRateLimiter` behind
@@ -47,7 +53,8 @@ export interface RateLimiter {
   consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult>
   /**
    * A refusal of `entries` this limiter already knows (a counter found full a moment ago), at
-   * once and without a promise; undefined when only `consume` can tell. Counts nothing.
+   * once and without a promise; undefined when only `consume` can tell. Counts nothing, and is
+   * never a first block (the refusal it repeats was that, if any).
    */
   refusedNow?(entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined
   /**

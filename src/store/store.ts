@@ -409,10 +409,13 @@ export interface Store {
    */
   auditEvents(q: AuditQuery): Promise<AuditEvent[]>
   /**
-   * Every kept event in seq order (oldest first), read in bounded pages, and the anchor the
-   * first one chains to (64 zeros, or the hash of the last event removed by retention).
+   * Hands `walk` the anchor the first kept event chains to (64 zeros, or the hash of the last
+   * event removed by retention) and every kept event in seq order (oldest first, read in bounded
+   * pages), all read in one snapshot of the store, held until `walk`'s promise settles: a
+   * retention sweep or an append meanwhile is not half in what it reads (`authctl audit verify`
+   * reports no break that is not in the store). Resolves to what `walk` resolves to.
    */
-  auditChain(): { anchor: Promise<AuditAnchor>; events: AsyncIterable<AuditEvent> }
+  auditChain<T>(walk: (anchor: AuditAnchor, events: AsyncIterable<AuditEvent>) => Promise<T>): Promise<T>
   /** removes the events older than `before` (ms), keeping the last removed one's hash as the anchor; how many */
   sweepAudit(before: number): Promise<number>
 

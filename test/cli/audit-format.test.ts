@@ -26,7 +26,7 @@ function depsOver(chain: AuditEvent[], users: Record<string, string> = {}) {
           .reverse()
           .slice(0, q.limit)
       },
-      auditChain: () => ({ anchor: Promise.resolve(GENESIS), events: iterate(chain) }),
+      auditChain: <T>(walk: (anchor: typeof GENESIS, events: AsyncIterable<AuditEvent>) => Promise<T>) => walk(GENESIS, iterate(chain)),
     },
     admin: { findUser: (ref: string) => (users[ref] === undefined ? undefined : { id: users[ref], email: ref }) },
   } as unknown as StoreDeps

@@ -2,8 +2,10 @@
  * The audit log through the real authctl (README, "Audit log"): every admin.* event recorded by
  * the command that makes the change, with actor authctl:<os user>; `audit list` (filters, both
  * outputs, bad flags) and `audit verify` (intact, and broken by a tampered import) with their exit
- * codes; no event holds a password used.
+ * codes; no event holds a password, a refresh token, a second factor's secret or recovery code,
+ * a private key or a store secret (nor a SHA-256 of one).
  */
+import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
@@ -18,6 +20,9 @@ import { ctlFor, PASSWORD } from './run.js'
 const OTHER_PASSWORD = 'another long passphrase 7'
 const ACTOR = `authctl:${os.userInfo().username}`
 
+/** every refresh token addSessions made: no event may hold one */
+const tokensMade: string[] = []
+
 /** a live session of `userId` put straight into the store (as a login would) */
 async function addSessions(dir: string, userId: string, n: number): Promise<string[]> {
   const store = await openTestStore(null, dir)
@@ -26,6 +31,7 @@ async function addSessions(dir: string, userId: string, n: number): Promise<stri
     for (let i = 0; i < n; i++) {
       const now = Date.now()
       const token = newRefreshToken()
+      tokensMade.push(token)
       const id = newSessionId()
       ids.push(id)
       await store.createSession({
@@ -77,6 +83,18 @@ t.test('every authctl change records its admin.* event, with the OS user as acto
   const bob = await add('bob@example.com')
   await addSessions(dir, ann, 2)
   const [bobSession] = await addSessions(dir, bob, 2)
+  // ann's second factor is on (a reset records wasEnabled: true), bob's is not; the store has
+  // the secrets a daemon's first start makes
+  const TOTP_SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
+  const SETUP_SECRET = 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU'
+  const RECOVERY = ['k3xq7-m2pd4', 'p9wz2-h4tn8'].map((c) => hashToken(c))
+  {
+    const store = await openTestStore(null, dir)
+    await store.updateUser(ann, (u) => ({ ...u, mfa: { secret: TOTP_SECRET, enabledAt: Date.now(), lastStep: 1, recoveryCodes: RECOVERY }, mfaSetup: { secret: SETUP_SECRET, createdAt: Date.now() } }))
+    await store.ensureDeviceKey(() => randomBytes(32).toString('base64url'))
+    await store.ensureMfaKey(() => randomBytes(32).toString('base64url'))
+    await store.close()
+  }
 
   const run = async (args: string[], input?: string) => {
     const r = await ctl(args, input === undefined ? {} : { input })
@@ -86,6 +104,7 @@ t.test('every authctl change records its admin.* event, with the OS user as acto
   await run(['user', 'enable', 'ann@example.com'])
   await run(['user', 'passwd', 'ann@example.com', '--password-stdin'], `${OTHER_PASSWORD}\n`)
   await run(['user', 'mfa', 'reset', 'ann@example.com', '--yes'])
+  await run(['user', 'mfa', 'reset', 'bob@example.com', '--yes'])
   await run(['sessions', 'revoke', bobSession!])
   await run(['sessions', 'revoke', '--user', 'bob@example.com'])
   await addSessions(dir, ann, 1)
@@ -106,31 +125,48 @@ t.test('every authctl change records its admin.* event, with the OS user as acto
     ['admin.user.disable', ann, 'ann@example.com', null, {}],
     ['admin.user.enable', ann, 'ann@example.com', null, {}],
     ['admin.user.passwd', ann, 'ann@example.com', null, {}],
-    ['admin.user.mfa_reset', ann, 'ann@example.com', null, { wasEnabled: false }],
+    ['admin.user.mfa_reset', ann, 'ann@example.com', null, { wasEnabled: true }],
+    ['admin.user.mfa_reset', bob, 'bob@example.com', null, { wasEnabled: false }],
     ['admin.sessions.revoke', bob, 'bob@example.com', bobSession, { scope: 'session' }],
     ['admin.sessions.revoke', bob, 'bob@example.com', null, { scope: 'user' }],
     ['admin.sessions.revoke', null, null, null, { scope: 'all' }],
     ['admin.keys.rotate', null, null, null, { kid, alg: 'ES256' }],
-    ['admin.keys.rotate', null, null, null, { kid: events[10]?.detail.kid, alg: 'ES256' }],
-    // the active key goes with a new one that signs at once: that rotation is recorded too
     ['admin.keys.rotate', null, null, null, { kid: events[11]?.detail.kid, alg: 'ES256' }],
+    // the active key goes with a new one that signs at once: that rotation is recorded too
+    ['admin.keys.rotate', null, null, null, { kid: events[12]?.detail.kid, alg: 'ES256' }],
     ['admin.keys.revoke', null, null, null, { kid, alg: 'ES256' }],
     ['admin.limits.clear', null, 'ann@example.com', null, {}],
     ['admin.limits.clear', null, null, null, { ip: '2001:db8::/64' }],
     ['admin.user.rm', bob, 'bob@example.com', null, {}],
   ])
   t.ok(events.every((e) => e.actor === ACTOR && e.ip === null && e.userAgent === null), `actor ${ACTOR}, no address`)
-  t.same(secretsIn(events, [PASSWORD, OTHER_PASSWORD]), [], 'no password in any event')
-  // disable and passwd ended the sessions in their own write: nothing else was recorded between
   const store = await openTestStore(null, dir)
   t.teardown(() => store.close())
+  // every secret the store holds or held: the passwords, the refresh tokens (and their family
+  // parts), the second factor's secrets and recovery codes, the keys' private halves, the
+  // device-cookie and mfaToken keys; each also as its SHA-256
+  const exported: ExportRecord[] = []
+  for await (const rec of store.exportRecords()) exported.push(rec)
+  const secrets = [
+    PASSWORD,
+    OTHER_PASSWORD,
+    ...tokensMade,
+    ...tokensMade.map((tok) => tok.split('.')[0]!),
+    TOTP_SECRET,
+    SETUP_SECRET,
+    'k3xq7-m2pd4',
+    ...RECOVERY,
+    ...exported.flatMap((rec) => (rec.type === 'key' ? [rec.key.privateKeyPem] : rec.type === 'secret' ? [rec.value] : [])),
+  ]
+  t.ok(exported.some((rec) => rec.type === 'secret') && exported.some((rec) => rec.type === 'key'), 'the keys and secrets are among them')
+  t.same(secretsIn(events, secrets), [], `none of ${secrets.length} secrets in any event`)
+  // disable and passwd ended the sessions in their own write: nothing else was recorded between
   t.equal(await store.countSessions(ann), 0)
-  const chain = store.auditChain()
-  t.same(await verifyChain(await chain.anchor, chain.events), { ok: true, events: 16 })
+  t.same(await store.auditChain(verifyChain), { ok: true, events: 17 })
 
   // an operation that changes nothing records nothing: no sessions left to revoke
   t.equal((await ctl(['sessions', 'revoke', '--user', 'ann@example.com'])).code, 0)
-  t.equal((await storeEvents(dir)).length, 16)
+  t.equal((await storeEvents(dir)).length, 17)
 })
 
 t.test('audit list: newest first, two lines per event in 80 columns; --json; the filters', async (t) => {

@@ -10,6 +10,7 @@ import type { ClientContext } from '../../src/core/auth-service.js'
 import { hashToken } from '../../src/core/sessions.js'
 import { addUser, buildApp, type TestApp } from '../helpers/app.js'
 import { signIn } from '../helpers/sign-in.js'
+import { pgDatabase } from '../helpers/pg.js'
 
 const PASSWORD = 'lantern-orchard-41'
 const client: ClientContext = { ip: '203.0.113.9', ipKey: '203.0.113.9', userAgent: 'auth-service-test' }
@@ -201,4 +202,48 @@ t.test('logout: ends the session of any of its tokens; all: true ends every sess
   await app.auth.logout(b.refreshToken, { all: true }, client)
   t.same(await app.store.listSessions(ann.id), [], 'the live token with all: true ends every session')
   t.same((await app.store.auditEvents({ limit: 100, event: 'logout' })).map((e) => e.detail), [{ all: true }, {}], 'newest first')
+})
+
+t.test('rate_limit.block: once per key and window across 10 050 blocked addresses, each refused again and again', async (t) => {
+  // more keys than a side record of the blocks kept (10 000): the limiter marks each key's own entry
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1/15m' } })
+  const clients = Array.from({ length: 10_050 }, (_, i): ClientContext => {
+    const ip = `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`
+    return { ip, ipKey: ip, userAgent: 'flood' }
+  })
+  t.equal(clients.filter((c) => app.auth.admitLogin(c) === undefined).length, clients.length, 'each address counted once')
+  // each address refused three times over, in turns: the refusals are answered at once, the
+  // block's append a promise (awaited together: one commit for many)
+  for (let round = 0; round < 3; round++) {
+    const pending: Array<unknown> = []
+    let refused = 0
+    for (const c of clients) {
+      const r = app.auth.admitLogin(c)
+      if (r instanceof Promise) pending.push(r)
+      else if (r !== undefined) refused++
+    }
+    const answered = await Promise.all(pending)
+    t.equal(refused + answered.filter((a) => a !== undefined).length, clients.length, `round ${round + 1}: every address refused`)
+    t.equal(pending.length, round === 0 ? clients.length : 0, `round ${round + 1}: ${round === 0 ? 'each address’s first refusal records its block' : 'no refusal records anything'}`)
+  }
+  const blocks = await app.store.auditEvents({ limit: 20_000, event: 'rate_limit.block' })
+  t.equal(blocks.length, clients.length, 'one rate_limit.block per address')
+  t.equal(new Set(blocks.map((e) => e.ip)).size, clients.length, 'each address once')
+})
+
+t.test('rate_limit.block: three instances on one PostgreSQL database refusing one key record one event', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const env = { ...ROOMY, AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: db.url, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' }
+  const apps = [await buildApp(t, { env }), await buildApp(t, { env }), await buildApp(t, { env })]
+  await addUser(apps[0]!, 'ann@example.com', PASSWORD)
+  for (const app of apps.slice(0, 2)) await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client), { code: 'INVALID_CREDENTIALS' })
+  const refused = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => apps[i % 3]!.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client).catch((err: { code?: string }) => err.code)),
+  )
+  t.same(new Set(refused), new Set(['TOO_MANY_LOGINS']), 'thirty refused over three instances')
+  const blocks = await apps[2]!.store.auditEvents({ limit: 100, event: 'rate_limit.block' })
+  t.equal(blocks.length, 1, 'one block recorded')
+  t.match(blocks[0], { email: 'ann@example.com', ip: client.ip, detail: { limit: 'login.per_ip_email', window: '15m' } })
+  t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
 })

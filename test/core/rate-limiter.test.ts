@@ -504,3 +504,65 @@ t.test('property: a multi-entry consume counts on all entries or on none', async
   )
   t.pass('300 random schedules agree with the model')
 })
+
+const firstBlock = (r: ConsumeResult): boolean | null => (r.ok ? null : r.firstBlock)
+
+t.test('firstBlock: the first refusal of each of 20 000 keys in its window, and no other, however many keys', async (t) => {
+  // more keys than any side record of blocks could hold: the mark is on each key's own entry
+  const { clock, limiter } = setup(50_000)
+  const r1 = rule(1, 15 * 60_000)
+  const keys = Array.from({ length: 20_000 }, (_, i) => limitKey('login_ip', `10.0.${i >> 8}.${i & 255}`))
+  for (const key of keys) limiter.consume([{ key, rule: r1 }])
+  const firsts = (): number => keys.filter((key) => firstBlock(limiter.consume([{ key, rule: r1 }])) === true).length
+  t.equal(firsts(), keys.length, 'each key’s first refusal is its block')
+  clock.advance(60_000)
+  t.equal(firsts(), 0, 'the refusals after it, in turn over every key, are none')
+  t.equal(firsts(), 0, 'nor again')
+
+  // a window after the first refusal: the key's count is spent again, and so it is a new block
+  clock.advance(15 * 60_000)
+  t.equal(keys.filter((key) => limiter.consume([{ key, rule: r1 }]).ok).length, keys.length, 'each key counts again')
+  t.equal(firsts(), keys.length, 'the next window has its own first block per key')
+})
+
+t.test('firstBlock: of the entry that blocks; a key emptied or reset starts afresh', async (t) => {
+  const { clock, limiter } = setup()
+  const r2 = rule(2, 10_000)
+  const roomy = rule(100, 10_000)
+  const pair = [{ key: 'roomy', rule: roomy }, { key: 'k', rule: r2 }]
+  t.ok(limiter.consume(pair).ok)
+  t.ok(limiter.consume(pair).ok)
+  t.match(limiter.consume(pair), { ok: false, blockedBy: 1, firstBlock: true }, 'the second entry blocks, first')
+  t.match(limiter.consume([{ key: 'k', rule: r2 }]), { ok: false, blockedBy: 0, firstBlock: false }, 'the same key named alone: the same block')
+
+  // its events leave the window before a window has passed since its block: counted afresh, a new block
+  clock.advance(10_000)
+  t.ok(limiter.consume([{ key: 'k', rule: r2 }]).ok)
+  t.ok(limiter.consume([{ key: 'k', rule: r2 }]).ok)
+  t.equal(firstBlock(limiter.consume([{ key: 'k', rule: r2 }])), true, 'a key counted again after it emptied blocks anew')
+  t.equal(firstBlock(limiter.consume([{ key: 'k', rule: r2 }])), false)
+  limiter.reset('k')
+  t.ok(limiter.consume([{ key: 'k', rule: r2 }]).ok && limiter.consume([{ key: 'k', rule: r2 }]).ok)
+  t.equal(firstBlock(limiter.consume([{ key: 'k', rule: r2 }])), true, 'and so does one reset')
+})
+
+t.test('firstBlock: a key kept full by a steady flood is blocked once per window length', async (t) => {
+  const { clock, limiter } = setup()
+  const r2 = rule(2, 10_000)
+  const at = () => limiter.consume([{ key: 'k', rule: r2 }])
+  t.ok(at().ok) // t=0
+  clock.advance(9_000)
+  t.ok(at().ok) // t=9
+  clock.advance(500)
+  t.equal(firstBlock(at()), true, 't=9.5: the block')
+  clock.advance(500)
+  t.ok(at().ok, 't=10: the t=0 event left, one more counted')
+  clock.advance(500)
+  t.equal(firstBlock(at()), false, 't=10.5: the same block (the key never emptied)')
+  clock.advance(8_500)
+  t.ok(at().ok, 't=19: the t=9 event left')
+  clock.advance(400)
+  t.equal(firstBlock(at()), false, 't=19.4: within a window of the block')
+  clock.advance(100)
+  t.equal(firstBlock(at()), true, 't=19.5: a window after it, a new block')
+})

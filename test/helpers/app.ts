@@ -99,7 +99,9 @@ export async function openTestStore(t: T | null, dir: string): Promise<Store> {
  */
 export async function ageLimits(app: Services, ms: number): Promise<void> {
   if (app.config.store.backend !== 'postgres') return
-  await onDatabase(app, (db) => db.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms]))
+  await onDatabase(app, (db) =>
+    db.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x), blocked_until = blocked_until - $1::bigint * 1000`, [ms]),
+  )
   // a refusal the instance was given is answered from memory for a moment (store/pg/limiter.ts),
   // as after another instance's clear: wait it out
   await sleep(REFUSAL_HOLD_MS)

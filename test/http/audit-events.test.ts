@@ -1,15 +1,17 @@
 /**
- * The audit log's HTTP events, injected into the handler (README, "Audit log"): each kind appears once,
- * with its actor, user, session, the client's address and user agent, and its detail; a refused
- * request is no event but a block is, once per limit and key per window; and no event holds a
- * password, a token, a code or a secret the test used (or a hash of one). The chain verifies.
+ * The audit log's HTTP events, caused by requests over a real socket to authd listening on
+ * 127.0.0.1, port 0 (README, "Audit log"): each kind appears once, with its actor, user, session,
+ * the client's address and user agent, and its detail; a refused request is no event but a block
+ * is, once per limit and key per window, for every limit; and no field of any event holds a
+ * password, a token, a code, a TOTP secret or a cookie the test handled, or a SHA-256 of one. The
+ * chain verifies.
  */
 import t, { type Test } from 'tap'
 import { verifyChain } from '../../src/core/audit.js'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import type { AuditEvent } from '../../src/store/store.js'
 import { secretsIn } from '../helpers/audit.js'
-import { addUser, ageLimits, call, CookieJar, buildApp, type Reply, type TestApp } from '../helpers/app.js'
+import { addUser, ageLimits, call, CookieJar, startServer, type Reply, type TestServer } from '../helpers/app.js'
 
 const PASSWORD = 'correct horse battery'
 const NEW_PASSWORD = 'a brand new passphrase 42'
@@ -25,9 +27,9 @@ const ROOMY = {
   AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m',
 }
 
-interface Harness extends TestApp {
+interface Harness extends TestServer {
   clock: { at: number }
-  /** every password, token, code and secret the test handled */
+  /** every password, token, code, secret and cookie the test handled */
   secrets: Set<string>
   /** kept events, oldest first */
   events(): Promise<AuditEvent[]>
@@ -40,7 +42,7 @@ interface Harness extends TestApp {
 
 async function harness(t: Test, env: Record<string, string> = {}): Promise<Harness> {
   const clock = { at: T0 }
-  const server = await buildApp(t, { now: () => clock.at, env: { ...ROOMY, ...env } })
+  const server = await startServer(t, { now: () => clock.at, env: { ...ROOMY, ...env } })
   const secrets = new Set<string>([PASSWORD, NEW_PASSWORD])
   const events = async (): Promise<AuditEvent[]> => (await server.store.auditEvents({ limit: 10_000 })).reverse()
   const h: Harness = Object.assign(server, {
@@ -51,21 +53,23 @@ async function harness(t: Test, env: Record<string, string> = {}): Promise<Harne
     async check(t: Test) {
       const all = await events()
       t.same(secretsIn(all, [...secrets]), [], `no secret in ${all.length} events`)
-      const chain = server.store.auditChain()
-      t.same(await verifyChain(await chain.anchor, chain.events), { ok: true, events: all.length }, 'the chain holds')
+      t.same(await server.store.auditChain(verifyChain), { ok: true, events: all.length }, 'the chain holds')
     },
     async post(path: string, opts: { json?: unknown; token?: string; cookie?: string; ip?: string; ua?: string } = {}) {
       const headers: Record<string, string> = { 'x-forwarded-for': opts.ip ?? IP, 'user-agent': opts.ua ?? UA }
       if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`
       if (opts.cookie !== undefined) headers.cookie = opts.cookie
-      const r = await call(server, path.startsWith('DELETE ') ? 'DELETE' : 'POST', path.replace(/^DELETE /, ''), { json: opts.json, headers })
-      // everything secret an answer carries
+      const r = await call(server.url, path.startsWith('DELETE ') ? 'DELETE' : 'POST', path.replace(/^DELETE /, ''), { json: opts.json, headers })
+      // everything secret an answer carries: tokens, the TOTP secret and its URL, recovery codes,
+      // and the cookies (a refresh token's family part too: its hash finds the session)
       const d = r.body?.data
-      for (const v of [d?.accessToken, d?.mfaToken, d?.secret, ...(d?.recoveryCodes ?? [])]) if (typeof v === 'string') secrets.add(v)
+      for (const v of [d?.accessToken, d?.mfaToken, d?.secret, d?.otpauthUrl, ...(d?.recoveryCodes ?? [])]) if (typeof v === 'string') secrets.add(v)
       for (const name of [REFRESH, DEVICE]) {
         const jar = new CookieJar(name)
         jar.take(r)
-        if (jar.value !== undefined) secrets.add(jar.value)
+        if (jar.value === undefined) continue
+        secrets.add(jar.value)
+        if (name === REFRESH) secrets.add(jar.value.split('.')[0]!)
       }
       return r
     },
@@ -289,7 +293,7 @@ t.test('refresh.reuse: the session ended, with the presenter’s address and use
   t.equal(thief.status, 401)
   const got = await h.since(1)
   t.same(got.map((e) => e.event), ['refresh.reuse'])
-  t.match(got[0], { actor: 'api', ip: '192.0.2.66', userAgent: 'curl/8.0 (thief)', userId: ann.id, sessionId: sidOf(li.body.data.accessToken), detail: {} })
+  t.match(got[0], { actor: 'api', ip: '192.0.2.66', userAgent: 'curl/8.0 (thief)', userId: ann.id, email: 'ann@example.com', sessionId: sidOf(li.body.data.accessToken), detail: {} })
   // the session is gone: presented again, nothing more to record
   await h.post('/api/auth/refresh', { cookie: old })
   t.equal((await h.events()).length, 2)
@@ -309,5 +313,59 @@ t.test('session.evict: the session sessions.max_per_user ended, in the login tha
   t.match(got[3], { ...api, userId: ann.id, email: 'ann@example.com', sessionId: sids[0], detail: { max: 2 } })
   t.equal(got[3]!.time, got[2]!.time, 'written with the login that ended it')
   t.equal(got[2]!.sessionId, sids[2])
+  await h.check(t)
+})
+
+t.test('rate_limit.block for login.per_email: the email, from whichever address', async (t) => {
+  const h = await harness(t, { AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '2/1h' })
+  const ann = await addUser(h, 'ann@example.com', PASSWORD)
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await login(h, 'ann@example.com', `wrong password ${i}`, { ip: `203.0.113.${10 + i}` })).status)
+  t.same(statuses, [401, 401, 429, 429, 429])
+  const got = await h.events()
+  t.same(got.map((e) => e.event), ['login.failure', 'login.failure', 'rate_limit.block'])
+  t.match(got[2], { actor: 'api', ip: '203.0.113.12', userAgent: UA, userId: ann.id, email: 'ann@example.com', sessionId: null, detail: { limit: 'login.per_email', window: '1h', retryAfter: Number } })
+  await h.check(t)
+})
+
+t.test('rate_limit.block for login.per_device: a browser that signed in before, counted per device', async (t) => {
+  const h = await harness(t, { AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '2/15m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '2/1h' })
+  const ann = await addUser(h, 'ann@example.com', PASSWORD)
+  const signed = await login(h, 'ann@example.com')
+  t.equal(signed.status, 200)
+  const jar = new CookieJar(DEVICE)
+  jar.take(signed)
+  t.ok(jar.value, 'a device cookie')
+  const device = `${DEVICE}=${jar.value}`
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await h.post('/api/auth/login', { json: { email: 'ann@example.com', password: `wrong password ${i}` }, cookie: device })).status)
+  t.same(statuses, [401, 401, 429, 429, 429])
+  const got = await h.since(1)
+  t.same(got.map((e) => e.event), ['login.failure', 'login.failure', 'rate_limit.block'])
+  t.match(got[2], { ...api, userId: ann.id, email: 'ann@example.com', detail: { limit: 'login.per_device', window: '15m' } })
+  await h.check(t)
+})
+
+t.test('rate_limit.block for the account endpoints’ password check: a wrong current password is a failed login', async (t) => {
+  const h = await harness(t, { AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' })
+  const ann = await addUser(h, 'ann@example.com', PASSWORD)
+  const token = (await login(h, 'ann@example.com')).body.data.accessToken as string
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await h.post('/api/auth/password', { token, json: { currentPassword: `not the password ${i}`, newPassword: NEW_PASSWORD } })).status)
+  t.same(statuses, [403, 403, 429, 429, 429])
+  const got = await h.since(1)
+  t.same(got.map((e) => e.event), ['rate_limit.block'], 'a wrong current password is no event; its block is')
+  t.match(got[0], { ...api, userId: ann.id, email: 'ann@example.com', detail: { limit: 'login.per_ip_email', window: '15m' } })
+  await h.check(t)
+})
+
+t.test('session.revoke of the calling session: current true', async (t) => {
+  const h = await harness(t)
+  const ann = await addUser(h, 'ann@example.com', PASSWORD)
+  const token = (await login(h, 'ann@example.com')).body.data.accessToken as string
+  t.equal((await h.post('DELETE /api/auth/sessions/' + sidOf(token), { token })).status, 200)
+  const got = await h.since(1)
+  t.same(got.map((e) => e.event), ['session.revoke'])
+  t.match(got[0], { ...api, userId: ann.id, email: 'ann@example.com', sessionId: sidOf(token), detail: { current: true } })
   await h.check(t)
 })

@@ -91,8 +91,7 @@ async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
 }
 
 async function chainOf(store: Store): Promise<{ anchor: AuditAnchor; events: AuditEvent[] }> {
-  const { anchor, events } = store.auditChain()
-  return { anchor: await anchor, events: await collect(events) }
+  return store.auditChain(async (anchor, events) => ({ anchor, events: await collect(events) }))
 }
 
 /** the seq of the first kept event that does not chain (seq or hash), or undefined */
@@ -111,7 +110,7 @@ async function eventsAfter(store: Store, after: number): Promise<string[]> {
   return events.filter((e) => e.seq > after).map((e) => e.event)
 }
 
-const lastSeq = async (store: Store): Promise<number> => (await store.auditEvents({ limit: 1 }))[0]?.seq ?? (await store.auditChain().anchor).seq
+const lastSeq = async (store: Store): Promise<number> => (await store.auditEvents({ limit: 1 }))[0]?.seq ?? (await store.auditChain(async (anchor) => anchor)).seq
 
 const byId = <T extends { id: string }>(xs: T[]): T[] => [...xs].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 const byKid = (xs: KeyRecord[]): KeyRecord[] => [...xs].sort((a, b) => (a.kid < b.kid ? -1 : 1))
@@ -742,6 +741,29 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const last = await chainOf(store)
     t.same(last.events.map((e) => e.seq), [7], 'after a sweep of all, the next event is 7')
     t.equal(brokenAt(last.anchor, last.events), undefined, 'and chains to the anchor')
+  })
+
+  await t.test('audit: auditChain reads the anchor and every page in one snapshot: sweeps during the walk are not in it', async (t) => {
+    const store = await fresh(t)
+    // more than two pages of either backend
+    for (let i = 0; i < 1200; i += 100) await store.appendAudit(Array.from({ length: 100 }, (_, j) => draft('login.failure', { at: T0 + i + j })))
+    const walked = await store.auditChain(async (anchor, events) => {
+      // a sweep right after the anchor was read, and another between pages, past the events read
+      await store.sweepAudit(T0 + 10)
+      const seen: AuditEvent[] = []
+      for await (const e of events) {
+        seen.push(e)
+        if (seen.length === 520) await store.sweepAudit(T0 + 1100)
+      }
+      return { anchor, seen }
+    })
+    t.same(walked.anchor, GENESIS, 'the anchor as it was when the walk began')
+    t.same(walked.seen.map((e) => e.seq), Array.from({ length: 1200 }, (_, i) => i + 1), 'and every event of that moment')
+    t.equal(brokenAt(walked.anchor, walked.seen), undefined, 'so the chain verifies: no break the store does not have')
+    const after = await chainOf(store)
+    t.equal(after.anchor.seq, 1100, 'the sweeps took effect')
+    t.same(after.events.map((e) => e.seq), Array.from({ length: 100 }, (_, i) => 1101 + i))
+    t.equal(brokenAt(after.anchor, after.events), undefined)
   })
 
   /** a store with something of everything, and the tokens its sessions were given */

@@ -16,6 +16,8 @@ const rule = (count: number, windowMs = 15 * MIN) => ({ count, windowMs, text: `
 
 interface Setup {
   limiters: RateLimiter[]
+  /** a connection of the test's own */
+  admin: pg.Client
   /**
    * moves every stored event `ms` into the past, and waits out the hold in which an instance
    * answers a refusal it was given from memory (as for another instance's clear)
@@ -37,8 +39,9 @@ async function setup(t: Test, n = 1): Promise<Setup | null> {
   })
   return {
     limiters: opened.map((o) => o.limiter),
+    admin,
     age: async (ms) => {
-      await admin.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x)`, [ms])
+      await admin.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - $1::bigint * 1000 FROM unnest(times) AS x ORDER BY x), blocked_until = blocked_until - $1::bigint * 1000`, [ms])
       await sleep(REFUSAL_HOLD_MS)
     },
     held: async (key, windowMs = 15 * MIN) => {
@@ -116,7 +119,69 @@ t.test('a sliding window: retry after the oldest counted event leaves it, room a
 t.test('a limit of 0 refuses with the whole window', async (t) => {
   const s = await setup(t)
   if (!s) return
-  t.match(await s.limiters[0]!.consume([{ key: limitKey('zero', 'x'), rule: rule(0, 2 * MIN) }]), { ok: false, retryAfterS: 120, blockedBy: 0 })
+  t.match(await s.limiters[0]!.consume([{ key: limitKey('zero', 'x'), rule: rule(0, 2 * MIN) }]), { ok: false, retryAfterS: 120, blockedBy: 0, firstBlock: true })
+  await s.age(0)
+  t.match(await s.limiters[0]!.consume([{ key: limitKey('zero', 'x'), rule: rule(0, 2 * MIN) }]), { ok: false, firstBlock: false }, 'marked though it holds no event')
+})
+
+t.test('firstBlock: of three instances refusing one key at once, exactly one is told it is the first; the next window again', async (t) => {
+  const s = await setup(t, 3)
+  if (!s) return
+  const wide: RateEntry = { key: limitKey('login_ip', '203.0.113.7'), rule: rule(1000) }
+  const narrow: RateEntry = { key: limitKey('login_ip_email', '203.0.113.7', 'ann@example.com'), rule: rule(2) }
+  t.ok((await s.limiters[0]!.consume([wide, narrow])).ok)
+  t.ok((await s.limiters[1]!.consume([narrow, wide])).ok)
+  const refusals = async (): Promise<boolean[]> => {
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => s.limiters[i % 3]!.consume(i % 2 === 0 ? [wide, narrow] : [narrow, wide])))
+    return results.map((r) => (r.ok ? t.fail('counted') : r.firstBlock))
+  }
+  let got = await refusals()
+  t.equal(got.filter((f) => f).length, 1, 'sixty refusals over three instances: one first block')
+  await sleep(REFUSAL_HOLD_MS)
+  got = await refusals()
+  t.equal(got.filter((f) => f).length, 0, 'asked of the database again after the hold: none')
+  const { rows } = await s.admin.query(`SELECT count(*)::int AS n FROM authd_rate WHERE blocked_until IS NOT NULL`)
+  t.equal(rows[0].n, 1, 'only the refusing counter is marked')
+
+  await s.age(15 * MIN)
+  t.ok((await s.limiters[2]!.consume([wide, narrow])).ok && (await s.limiters[0]!.consume([wide, narrow])).ok, 'a window on: counted afresh')
+  got = await refusals()
+  t.equal(got.filter((f) => f).length, 1, 'and its first block is a new one, once')
+})
+
+t.test('firstBlock: a counter counted again after its events all left is blocked anew, within the window of its last block', async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const [limiter] = s.limiters
+  const e: RateEntry = { key: limitKey('refresh_ip', '198.51.100.1'), rule: rule(1, 10 * MIN) }
+  t.ok((await limiter!.consume([e])).ok)
+  await s.age(9 * MIN)
+  t.match(await limiter!.consume([e]), { ok: false, firstBlock: true }, 'blocked nine minutes after its event')
+  // its one event leaves a minute later; the mark would last nine more
+  await s.admin.query(`UPDATE authd_rate SET times = ARRAY(SELECT x - 60000000::bigint FROM unnest(times) AS x ORDER BY x)`)
+  await sleep(REFUSAL_HOLD_MS)
+  t.ok((await limiter!.consume([e])).ok, 'room again')
+  t.match(await limiter!.consume([e]), { ok: false, firstBlock: true }, 'a new block')
+  await sleep(REFUSAL_HOLD_MS)
+  t.match(await limiter!.consume([e]), { ok: false, firstBlock: false })
+})
+
+t.test('a database of schema 3 is upgraded in place: its counters kept, and refusals then say whether they are first', async (t) => {
+  const target = await pgDatabase(t)
+  if (!target) return
+  const { openDb } = await import('../../src/store/pg/db.js')
+  const { migratePg, PG_MIGRATIONS, PG_SCHEMA_VERSION } = await import('../../src/store/pg/schema.js')
+  const db = openDb({ url: target.url, poolSize: 2, queryTimeoutMs: 2000 })
+  t.teardown(() => db.end())
+  await migratePg(db, PG_MIGRATIONS.slice(0, 3))
+  const entry: RateEntry = { key: limitKey('login_ip', '203.0.113.9'), rule: rule(2) }
+  const [old] = await db.query<{ ok: boolean }>(`SELECT ok FROM authd_rate_consume($1, $2, $3)`, [[entry.key], [entry.rule.windowMs], [2]])
+  t.equal(old!.ok, true, 'counted by the schema 3 function')
+  const opened = await openPgStore({ url: target.url, poolSize: 2 })
+  t.teardown(() => opened.store.close())
+  t.equal(await opened.store.schemaVersion(), PG_SCHEMA_VERSION)
+  t.ok((await opened.limiter.consume([entry])).ok, 'the counter kept its event: one more fits')
+  t.match(await opened.limiter.consume([entry]), { ok: false, firstBlock: true })
 })
 
 t.test('release un-counts exactly that consume, once; reset and resetByPart forget keys', async (t) => {

@@ -142,15 +142,17 @@ t.test('concurrent audit appends and audited writes from three instances: seq ga
   }
   await Promise.all(writes)
   const expected = 15 + 45 * 2
-  const { anchor, events } = stores[1]!.auditChain()
   const kept: AuditEvent[] = []
-  for await (const e of events) kept.push(e)
+  const anchor = await stores[1]!.auditChain(async (anchor, events) => {
+    for await (const e of events) kept.push(e)
+    return anchor
+  })
   t.same(
     kept.map((e) => e.seq),
     Array.from({ length: expected }, (_, i) => i + 1),
     'seq 1…N without gaps or repeats',
   )
-  let previous = await anchor
+  let previous = anchor
   let broken: number | undefined
   for (const e of kept) {
     if (broken === undefined && e.hash !== chainHash(previous.hash, e)) broken = e.seq

@@ -131,9 +131,8 @@ export const auditListView = (d: AuditListDoc): View => ({
 })
 
 /** `audit verify`: the chain recomputed from its anchor over every kept event */
-export async function auditVerify(deps: StoreDeps): Promise<ChainFinding> {
-  const chain = deps.store.auditChain()
-  return verifyChain(await chain.anchor, chain.events)
+export function auditVerify(deps: StoreDeps): Promise<ChainFinding> {
+  return deps.store.auditChain(verifyChain)
 }
 
 export const auditVerifyView = (f: ChainFinding): View => ({

@@ -13,6 +13,11 @@
  * costs the database one call per counter and hold, not one per request. What can empty a counter
  * sooner (an admin's `limits clear`, a successful login's release) is seen by every instance
  * within the hold, well inside the second the README allows.
+ *
+ * Whether a refusal is the first of its key's window (ConsumeResult.firstBlock, the block the
+ * audit log records) is kept on the counter's row, in the same call: the first refusal marks it,
+ * under the row's lock, so of any number of instances refusing one key exactly one is told so.
+ * A refusal of a row marked already writes nothing.
  */
 import { partHash, type ConsumeResult, type ConsumeToken, type RateEntry, type RateLimiter } from '../rate-limit.js'
 import type { Db } from './db.js'
@@ -54,7 +59,8 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
       const c = counter(entries[i]!)
       const r = refusals.get(c)
       if (r === undefined) continue
-      if (r.recheck > t) return { ok: false, retryAfterS: Math.max(1, Math.ceil((r.free - t) / 1000)), blockedBy: i }
+      // the database answered this refusal a moment ago, and said then whether it was the first
+      if (r.recheck > t) return { ok: false, retryAfterS: Math.max(1, Math.ceil((r.free - t) / 1000)), blockedBy: i, firstBlock: false }
       refusals.delete(c)
     }
     return undefined
@@ -94,8 +100,8 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
       if (held !== undefined) return held
       const keys = entries.map((e) => e.key)
       const windows = entries.map((e) => e.rule.windowMs)
-      const [r] = await db.query<{ ok: boolean; wait_us: number; blocked_by: number; at_us: number | null }>(
-        `SELECT ok, wait_us, blocked_by, at_us FROM authd_rate_consume($1, $2, $3)`,
+      const [r] = await db.query<{ ok: boolean; wait_us: number; blocked_by: number; at_us: number | null; first_block: boolean }>(
+        `SELECT ok, wait_us, blocked_by, at_us, first_block FROM authd_rate_consume($1, $2, $3)`,
         [keys, windows, entries.map((e) => e.rule.count)],
       )
       if (!r!.ok) {
@@ -107,7 +113,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
           if (refusals.size >= REFUSALS_KEPT) refusals.clear()
           refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
         }
-        return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by }
+        return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by, firstBlock: r!.first_block }
       }
       const token: ConsumeToken = { kind: 'rate-limit-token' }
       issued.set(token, { keys, windows, at: r!.at_us! })

@@ -727,27 +727,34 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       )
       return rows.map((r) => r.body)
     },
-    auditChain() {
-      // the anchor and the first page in one statement (one snapshot): a sweep cannot come
-      // between them; later pages follow by seq
-      const first = db.query<{ anchor_seq: number; anchor_hash: string; body: AuditEvent | null }>(
-        `SELECT h.anchor_seq, h.anchor_hash, a.body FROM authd_audit_head h
-         LEFT JOIN LATERAL (SELECT body FROM authd_audit WHERE seq > h.anchor_seq ORDER BY seq LIMIT $1) a ON true`,
-        [CHAIN_PAGE],
-      )
-      const anchor = first.then((rows): AuditAnchor => ({ seq: rows[0]!.anchor_seq, hash: rows[0]!.anchor_hash }))
-      // whoever wants only the events may never await the anchor: its failure is theirs to see, not an unhandled rejection
-      anchor.catch(() => {})
-      async function* events(): AsyncGenerator<AuditEvent> {
-        let page = (await first).flatMap((r) => (r.body === null ? [] : [r.body]))
-        while (page.length > 0) {
-          yield* page
-          if (page.length < CHAIN_PAGE) return
-          const last = page[page.length - 1]!.seq
-          page = (await db.query<{ body: AuditEvent }>(`SELECT body FROM authd_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, [last, CHAIN_PAGE])).map((r) => r.body)
+    async auditChain(walk) {
+      // the anchor and every page in one snapshot (a read-only repeatable-read transaction on a
+      // connection of its own): a retention sweep during a long walk is not half in it
+      const conn = await db.lease()
+      let failed: unknown
+      try {
+        await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
+        const [head] = await conn.query<{ anchor_seq: number; anchor_hash: string }>(`SELECT anchor_seq, anchor_hash FROM authd_audit_head`)
+        const anchor: AuditAnchor = { seq: head!.anchor_seq, hash: head!.anchor_hash }
+        async function* events(): AsyncGenerator<AuditEvent> {
+          let last = anchor.seq
+          for (;;) {
+            const page = (await conn.query<{ body: AuditEvent }>(`SELECT body FROM authd_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, [last, CHAIN_PAGE])).map((r) => r.body)
+            yield* page
+            if (page.length < CHAIN_PAGE) return
+            last = page[page.length - 1]!.seq
+          }
         }
+        const result = await walk(anchor, events())
+        await conn.query('COMMIT')
+        return result
+      } catch (err) {
+        failed = err
+        throw err
+      } finally {
+        // a walk that failed leaves its transaction open: the connection is ended with it
+        conn.release(failed)
       }
-      return { anchor, events: events() }
     },
     sweepAudit: (before) =>
       db.tx(async (sql) => {

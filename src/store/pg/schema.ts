@@ -445,7 +445,165 @@ const MIGRATIONS: readonly string[] = [
   END
   $fn$;
   `,
-  // 3 → 4: a login's write in one round trip when the user has room under sessions.max_per_user
+  // 3 → 4: a refusal says whether it is the first of its counter's window (the rate_limit.block
+  // the audit log records once per limit and key per window, however many instances refuse)
+  `
+  -- Until when (µs of the database's clock) a refusal of the counter is not the first of its
+  -- window: its window's length after the first refusal; NULL: no refusal yet, or its events had
+  -- all left the window since.
+  ALTER TABLE authd_rate ADD COLUMN blocked_until bigint;
+
+  -- Marks the counter refused at p_at unless a refusal within its window marked it already: true
+  -- for exactly one of any number of callers at once (the update waits for the row's lock and
+  -- re-reads it). A counter without a row (a limit of 0) gets one, holding no events.
+  CREATE FUNCTION authd_rate_block(p_key text, p_window bigint, p_at bigint) RETURNS boolean
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    marked integer;
+  BEGIN
+    UPDATE authd_rate x SET blocked_until = p_at + p_window * 1000
+      WHERE x.key = p_key AND x.window_ms = p_window AND (x.blocked_until IS NULL OR x.blocked_until <= p_at);
+    GET DIAGNOSTICS marked = ROW_COUNT;
+    IF marked > 0 THEN
+      RETURN true;
+    END IF;
+    INSERT INTO authd_rate (key, window_ms, times, blocked_until) VALUES (p_key, p_window, '{}', p_at + p_window * 1000)
+      ON CONFLICT DO NOTHING;
+    GET DIAGNOSTICS marked = ROW_COUNT;
+    RETURN marked > 0;
+  END
+  $fn$;
+
+  -- authd_rate_consume of version 3, answering also first_block: whether a refusal is the first
+  -- of the refusing counter's window. A refusal of a counter marked already (a flood's) is still
+  -- decided on what was committed, writes nothing and waits for nobody; only the first of a
+  -- window marks the row (authd_rate_block). A counter counted again after its events had all
+  -- left the window is unmarked in the same write.
+  DROP FUNCTION authd_rate_consume(text[], bigint[], integer[]);
+  CREATE FUNCTION authd_rate_consume(p_keys text[], p_windows bigint[], p_counts integer[])
+  RETURNS TABLE (ok boolean, wait_us bigint, blocked_by integer, at_us bigint, first_block boolean)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    n constant integer := coalesce(cardinality(p_keys), 0);
+    -- lock (and write) order: the second counter first when it sorts first
+    swap constant boolean := n = 2 AND (p_keys[2] COLLATE "C" < p_keys[1] COLLATE "C" OR (p_keys[2] = p_keys[1] AND p_windows[2] < p_windows[1]));
+    h1 bigint[];
+    h2 bigint[];
+    -- each counter's blocked_until
+    b1 bigint;
+    b2 bigint;
+    f1 boolean := false;
+    f2 boolean := false;
+    first1 integer;
+    first2 integer;
+    h bigint[];
+    b bigint;
+    i integer;
+    t bigint;
+    w bigint;
+    first integer;
+    live integer;
+    over integer;
+    waiting bigint;
+    blocked integer;
+    added integer;
+    marked boolean;
+    general record;
+  BEGIN
+    IF n > 2 OR (n = 2 AND p_keys[1] = p_keys[2] AND p_windows[1] = p_windows[2]) THEN
+      SELECT * INTO general FROM authd_rate_consume_n(p_keys, p_windows, p_counts);
+      IF general.ok THEN
+        RETURN QUERY SELECT true, 0::bigint, -1, general.at_us, false;
+      ELSE
+        marked := authd_rate_block(p_keys[general.blocked_by + 1], p_windows[general.blocked_by + 1], (extract(epoch FROM clock_timestamp()) * 1000000)::bigint);
+        RETURN QUERY SELECT false, general.wait_us, general.blocked_by, NULL::bigint, marked;
+      END IF;
+      RETURN;
+    END IF;
+    FOR pass IN 1..2 LOOP
+      t := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
+      IF pass = 1 THEN
+        -- unlocked: a refusal is decided on what was committed, and waits for nobody
+        IF n >= 1 THEN
+          SELECT x.times, x.blocked_until INTO h1, b1 FROM authd_rate x WHERE x.key = p_keys[1] AND x.window_ms = p_windows[1];
+        END IF;
+        IF n = 2 THEN
+          SELECT x.times, x.blocked_until INTO h2, b2 FROM authd_rate x WHERE x.key = p_keys[2] AND x.window_ms = p_windows[2];
+        END IF;
+      ELSE
+        FOR j IN 1..n LOOP
+          i := CASE WHEN swap THEN 3 - j ELSE j END;
+          SELECT x.times, x.blocked_until INTO h, b FROM authd_rate x WHERE x.key = p_keys[i] AND x.window_ms = p_windows[i] FOR UPDATE;
+          IF i = 1 THEN
+            h1 := h;
+            b1 := b;
+            f1 := FOUND;
+          ELSE
+            h2 := h;
+            b2 := b;
+            f2 := FOUND;
+          END IF;
+        END LOOP;
+        -- past every event these counters hold (release un-counts by this time)
+        t := greatest(t, h1[cardinality(h1)] + 1, h2[cardinality(h2)] + 1);
+      END IF;
+      waiting := 0;
+      blocked := -1;
+      FOR j IN 1..n LOOP
+        h := coalesce(CASE WHEN j = 1 THEN h1 ELSE h2 END, '{}');
+        w := p_windows[j];
+        first := 1;
+        WHILE first <= cardinality(h) AND h[first] + w * 1000 <= t LOOP
+          first := first + 1;
+        END LOOP;
+        live := cardinality(h) - first + 1;
+        over := live - p_counts[j];
+        IF over >= 0 THEN
+          IF blocked < 0 THEN
+            blocked := j - 1;
+          END IF;
+          waiting := greatest(waiting, CASE WHEN over < live THEN h[first + over] + w * 1000 - t ELSE w * 1000 END);
+        END IF;
+        IF j = 1 THEN
+          first1 := first;
+        ELSE
+          first2 := first;
+        END IF;
+      END LOOP;
+      IF blocked >= 0 THEN
+        b := CASE WHEN blocked = 0 THEN b1 ELSE b2 END;
+        -- marked within its window already: a flood's refusal, nothing written
+        IF b IS NOT NULL AND b > t THEN
+          marked := false;
+        ELSE
+          marked := authd_rate_block(p_keys[blocked + 1], p_windows[blocked + 1], t);
+        END IF;
+        RETURN QUERY SELECT false, waiting, blocked, NULL::bigint, marked;
+        RETURN;
+      END IF;
+    END LOOP;
+    FOR j IN 1..n LOOP
+      i := CASE WHEN swap THEN 3 - j ELSE j END;
+      IF (CASE WHEN i = 1 THEN f1 ELSE f2 END) THEN
+        h := CASE WHEN i = 1 THEN h1 ELSE h2 END;
+        first := CASE WHEN i = 1 THEN first1 ELSE first2 END;
+        -- every event it held had left the window: a new window, whose first refusal is a new block
+        UPDATE authd_rate x SET times = h[first:] || t,
+            blocked_until = CASE WHEN first > cardinality(h) THEN NULL ELSE x.blocked_until END
+          WHERE x.key = p_keys[i] AND x.window_ms = p_windows[i];
+      ELSE
+        INSERT INTO authd_rate (key, window_ms, times) VALUES (p_keys[i], p_windows[i], ARRAY[t]) ON CONFLICT DO NOTHING;
+        GET DIAGNOSTICS added = ROW_COUNT;
+        IF added = 0 THEN
+          RAISE EXCEPTION USING ERRCODE = 'serialization_failure', MESSAGE = 'a rate-limit counter was created meanwhile';
+        END IF;
+      END IF;
+    END LOOP;
+    RETURN QUERY SELECT true, 0::bigint, -1, t, false;
+  END
+  $fn$;
+  `,
+  // 4 → 5: a login's write in one round trip when the user has room under sessions.max_per_user
   `
   -- A login's write (Store.createSession with a bound) when the user has room: under the user's
   -- advisory lock, the user's live sessions (live at p_now: p_now < expires_at and
@@ -474,6 +632,9 @@ const MIGRATIONS: readonly string[] = [
 
 /** the schema this build writes */
 export const PG_SCHEMA_VERSION = MIGRATIONS.length
+
+/** the migrations of the schema, in order (a test builds a database of an older version with the first few) */
+export const PG_MIGRATIONS: readonly string[] = MIGRATIONS
 
 // the registry's sentence is the LMDB store's; a database has no backup of authd's to restore
 const tooNew = (found: number): AppError =>
