@@ -154,9 +154,16 @@ export interface AuthService {
 /** A limiter's refusal */
 type Refusal = Extract<ConsumeResult, { ok: false }>
 
+/** A password check the login limits refused: which limit, and when to retry */
+export interface LoginRefusal {
+  ok: false
+  limit: string
+  retryAfterS: number
+}
+
 /** The charge of a password check to the login limits, and its three endings. */
 export interface LoginCharges {
-  charge(email: string, userId: string, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }>
+  charge(email: string, userId: string, client: ClientContext): Promise<LoginCharge | LoginRefusal>
   /** un-counts a charge whose check never ran */
   release(charge: LoginCharge): Promise<void>
   /** un-counts a charge whose check was turned away by the hash queue (503), then rethrows */
@@ -173,6 +180,15 @@ export interface LoginCharge {
   ipEmailKey: string
   /** the device the request's cookie names (the first that verifies), whoever it names */
   device: Device | null
+}
+
+/** What chargeLogin counts a password check on: its entries, and the device cookie that chose them */
+interface ChargePlan {
+  entries: RateEntry[]
+  device: Device | null
+  /** the device cookie names the email's user: counted per device, not per email */
+  ours: boolean
+  ipEmailKey: string
 }
 
 const BEARER = /^bearer +(\S+)\s*$/i
@@ -268,10 +284,20 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     })
   }
 
-  /** an access token, signed by the key that signs now as the store has it */
-  async function sign(claims: Parameters<AccessTokens['sign']>[0]): Promise<{ token: string; expiresIn: number }> {
-    await deps.keyring.refresh()
+  /**
+   * An access token, signed by the key that signs now as the store has it: `keys` is the keyring's
+   * read of the store's keys version, begun alongside the write that precedes the signature (on
+   * PostgreSQL the two round trips are waited for once).
+   */
+  async function sign(claims: Parameters<AccessTokens['sign']>[0], keys: Promise<unknown> = deps.keyring.refresh()): Promise<{ token: string; expiresIn: number }> {
+    await keys
     return tokens.sign(claims)
+  }
+  /** the keyring's read begun now, for a sign() after a write (its failure is sign()'s) */
+  function readKeys(): Promise<unknown> {
+    const keys = deps.keyring.refresh()
+    keys.catch(() => {})
+    return keys
   }
 
   /**
@@ -289,6 +315,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const refreshToken = newRefreshToken()
     const who = { at: now, userId: user.id, email: user.email }
     const events: AuditDraft[] = event === null ? [] : [apiDraft(event.name, client, { ...who, sessionId, detail: event.detail })]
+    const keys = readKeys()
     // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
     // same write: racing logins never leave more
     const evicted = await store.createSession({
@@ -311,7 +338,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       evicted: (e) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
     })
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
-    const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr })
+    const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr }, keys)
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
   }
 
@@ -339,7 +366,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * failed login) both check passwords through it. When a limit is spent: which one (the first
    * without room), and when to retry.
    */
-  async function chargeLogin(email: string, userId: string | undefined, client: ClientContext): Promise<LoginCharge | { ok: false; limit: string; retryAfterS: number }> {
+  async function chargeLogin(email: string, userId: string | undefined, client: ClientContext): Promise<LoginCharge | LoginRefusal> {
+    const plan = chargePlan(email, userId, client)
+    return charged(plan, await limiter.consume(plan.entries), userId, email, client)
+  }
+  /** what chargeLogin counts a password check of `email` on */
+  function chargePlan(email: string, userId: string | undefined, client: ClientContext): ChargePlan {
     // A valid device cookie of this email's user: this browser signed in as them before, so the
     // attempt is counted per device instead of per email, and an attacker who spends the
     // email's budget does not lock the user out of their own browser (docs/api.md, "Rate limits").
@@ -351,14 +383,38 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
         : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
     ]
-    const attempt = await limiter.consume(entries)
+    return { entries, device, ours, ipEmailKey }
+  }
+  /** the charge a consume of `plan` made, or the limit that refused it (its block recorded) */
+  async function charged(plan: ChargePlan, attempt: ConsumeResult, userId: string | undefined, email: string, client: ClientContext): Promise<LoginCharge | LoginRefusal> {
     if (!attempt.ok) {
-      const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : ours ? 'login.per_device' : 'login.per_email'
-      const entry = entries[attempt.blockedBy] ?? entries[0]!
+      const limit = attempt.blockedBy === 0 ? 'login.per_ip_email' : plan.ours ? 'login.per_device' : 'login.per_email'
+      const entry = plan.entries[attempt.blockedBy] ?? plan.entries[0]!
       await blocked(limit, entry.rule, attempt, client, { userId: userId ?? null, email: userId === undefined ? triedEmail(email) : email })
       return { ok: false, limit, retryAfterS: attempt.retryAfterS }
     }
-    return { ok: true, token: attempt.token, ipEmailKey, device }
+    return { ok: true, token: attempt.token, ipEmailKey: plan.ipEmailKey, device: plan.device }
+  }
+  /**
+   * A login's user (when `email` may be a stored one) and its charge (chargeLogin). Without a
+   * device cookie nothing counted depends on the user: the user is read while the attempt is
+   * counted (on PostgreSQL two round trips waited for once); a charge made for a read that then
+   * failed is given back.
+   */
+  async function userAndCharge(email: string, mayExist: boolean, client: ClientContext): Promise<[UserRecord | undefined, LoginCharge | LoginRefusal]> {
+    const read = (): Promise<UserRecord | undefined> => (mayExist ? store.getUserByEmail(email) : Promise.resolve(undefined))
+    if ((client.devices ?? []).length > 0) {
+      const user = await read()
+      return [user, await chargeLogin(email, user?.id, client)]
+    }
+    const plan = chargePlan(email, undefined, client)
+    const [user, attempt] = await Promise.allSettled([read(), limiter.consume(plan.entries)])
+    if (user.status === 'rejected') {
+      if (attempt.status === 'fulfilled' && attempt.value.ok) await limiter.release(attempt.value.token)
+      throw user.reason
+    }
+    if (attempt.status === 'rejected') throw attempt.reason
+    return [user.value, await charged(plan, attempt.value, user.value?.id, email, client)]
   }
   /** a check the hash queue turned away (503 Server busy) checked nothing: not a failed attempt */
   async function uncharged(charge: LoginCharge, err: unknown): Promise<never> {
@@ -429,9 +485,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // is an unknown email, hashed against the dummy and counted like one (under its own key)
       const storable = input.email.length <= MAX_EMAIL_INPUT
       const email = storable ? canonicalEmail(input.email) : input.email
-      const user = storable && mayBeStoredEmail(email) ? await store.getUserByEmail(email) : undefined
       // counted before the hash, per device for a browser that signed in as this user before
-      const attempt = await chargeLogin(email, user?.id, client)
+      const [user, attempt] = await userAndCharge(email, storable && mayBeStoredEmail(email), client)
       if (!attempt.ok) throw new AppError('TOO_MANY_LOGINS', loginRefused(attempt.retryAfterS, attempt.limit, client))
       const { device } = attempt
       const uncounted = (err: unknown): Promise<never> => uncharged(attempt, err)
@@ -457,7 +512,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_CREDENTIALS')
       }
 
-      await chargeCleared(attempt)
+      // the failures of this address and email forgotten while the session is written
+      const cleared = chargeCleared(attempt)
+      cleared.catch(() => {})
       // the hash the password was checked against, or what replaced it
       let checkedHash = user.passwordHash
       if (hasher.needsRehash(user.passwordHash)) {
@@ -477,10 +534,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         const { token, expiresIn } = mfaTokens.issue(user.id, checkedHash)
         events.login('mfa_required')
         log.info({ event: 'login', outcome: 'mfa_required', ip: client.ip, userId: user.id }, 'login needs a second factor')
-        await record('login.mfa_required', client, { userId: user.id, email: user.email })
+        await Promise.all([record('login.mfa_required', client, { userId: user.id, email: user.email }), cleared])
         return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
       }
-      const signedIn = await startSession(user, client, AMR_PASSWORD, { name: 'login.success' })
+      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }), cleared])
       // the same device id when this browser already had one, whoever it named
       signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
       events.login('success')
@@ -657,6 +714,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       const now = deps.now()
       const hash = hashToken(token)
+      const keys = readKeys()
       // the session's user, read with it: the one the decision that took effect saw
       let user: UserRecord | undefined
       const outcome: RefreshOutcome = await store.refreshSession(
@@ -685,7 +743,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
       // the session's amr, as its login proved it
-      const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr })
+      const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr }, keys)
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
       return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
     },

@@ -317,7 +317,9 @@ t.test('answers 503 "Server busy" with Retry-After and no stack when the hash qu
 })
 
 t.test('a login turned away by the full hash queue (503) is not counted as a failed attempt', async (t) => {
-  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' }, hashConcurrency: 1, hashMaxQueue: 1 })
+  // hashes five times the default cost: the queue stays full while the third login makes its way to it
+  // (its round trips to a loaded database included)
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m', AUTHD_PASSWORDS_TIME_COST: '10' }, hashConcurrency: 1, hashMaxQueue: 1 })
   await addUser(app, 'ann@example.com', PASSWORD)
   // one hash running and one queued: the queue is full
   const others = Promise.all([0, 1].map((i) => login(app, { email: `nobody${i}@example.com`, password: PASSWORD })))
