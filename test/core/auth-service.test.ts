@@ -8,6 +8,7 @@
 import t from 'tap'
 import type { ClientContext } from '../../src/core/auth-service.js'
 import { hashToken } from '../../src/core/sessions.js'
+import { AppError } from '../../src/errors.js'
 import { addUser, buildApp, type TestApp } from '../helpers/app.js'
 import { signIn } from '../helpers/sign-in.js'
 import { pgDatabase } from '../helpers/pg.js'
@@ -43,6 +44,20 @@ t.test('login: signs in with the user, a signed access token, a refresh token, a
   t.equal(session!.refreshHash, hashToken(r.refreshToken), 'the store keeps the token hashed')
   t.same(await app.auth.authenticate(bearer(r.accessToken)), { user: { id: ann.id, email: 'ann@example.com', mfaEnabled: false }, sessionId: r.sessionId })
   t.equal(await counted(app, 'authd_login_total', 'outcome', 'success'), 1)
+})
+
+t.test('login: a user read that fails gives back the attempt counted alongside it', async (t) => {
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' } })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const read = app.store.getUserByEmail
+  app.store.getUserByEmail = async () => {
+    throw new AppError('STORE_UNAVAILABLE', { message: 'the database is unavailable' })
+  }
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'STORE_UNAVAILABLE' })
+  app.store.getUserByEmail = read
+  // with a limit of one failure, the charge of the failed read kept would make this a 429
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'INVALID_CREDENTIALS' })
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'TOO_MANY_LOGINS' }, 'the failure that was checked counts')
 })
 
 t.test('login: a wrong password, an unknown email and a disabled user all throw INVALID_CREDENTIALS and start no session', async (t) => {
