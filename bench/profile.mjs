@@ -9,7 +9,7 @@
  * and the statements authd sent (pg_stat_statements), with their time in the server.
  *
  *   node bench/profile.mjs me|me-distinct|login|login-429|refresh [--backend lmdb|postgres]
- *       [--pg-cpu auto|server|load|N] [--seconds 8] [--out DIR]
+ *       [--pg-cpu auto|server|load|N] [--seconds 8] [--log-level info|warn] [--out DIR]
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
@@ -34,6 +34,8 @@ const { values: opts, positionals } = parseArgs({
     backend: { type: 'string', default: 'lmdb' },
     'pg-fsync': { type: 'string', default: 'on' },
     'pg-cpu': { type: 'string', default: 'auto' },
+    // warn: without the request lines, to see what they cost
+    'log-level': { type: 'string', default: 'info' },
   },
 })
 const kind = positionals[0] ?? 'me'
@@ -56,7 +58,7 @@ if (cpus.pinned) spawnSync('taskset', ['-pc', String(cpus.load), String(process.
 
 const work = mkdtempSync(join(os.tmpdir(), 'authd-profile-'))
 process.on('exit', () => rmSync(work, { recursive: true, force: true }))
-const env = { ...unitEnvironment(ROOT), AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: 'info' }
+const env = { ...unitEnvironment(ROOT), AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_LOG_LEVEL: opts['log-level'] }
 const data = await prepare({ root: ROOT, dir: join(work, 'data'), work, env, users: 1000, tokens: kind === 'me-distinct' ? 12_288 : 100 })
 const db = onPg ? await startPg({ server, cpu: dbCpu(cpus, opts['pg-cpu']), fsync: opts['pg-fsync'] === 'on' }) : null
 const daemonEnv = onPg ? await moveToPg({ root: ROOT, dir: join(work, 'data'), work, env, url: db.url('authd_bench'), poolSize: 10 }) : env
@@ -124,11 +126,11 @@ if (onPg) {
   const top = dbStats.statements
     .filter((st) => st.calls / r.requests >= 0.01)
     .slice(0, 16)
-    .map((st) => `${(st.calls / r.requests).toFixed(2).padStart(6)}  ${((st.execMs * 1000) / st.calls).toFixed(0).padStart(5)} µs  ${st.query.slice(0, 100)}`)
+    .map((st) => `${(st.calls / r.requests).toFixed(2).padStart(6)}  ${((st.execMs * 1000) / st.calls).toFixed(0).padStart(5)} µs  ${(st.walBytes / st.calls).toFixed(0).padStart(5)} B WAL ${(st.walFpi / st.calls).toFixed(2)} FPI ${(st.blocks / st.calls).toFixed(0).padStart(3)} blocks  ${st.query.slice(0, 80)}`)
   dbText =
     `PostgreSQL ${db.version} (fsync ${db.fsync ? 'on' : 'off'}): cluster CPU ${perReq(dbMs)} µs a request, ${(dbStats.calls / r.requests).toFixed(2)} round trips, ` +
     `${perReq(dbStats.execMs)} µs in the server, ${(dbStats.walBytes / r.requests).toFixed(0)} B of WAL\n` +
-    `statements (per request, mean time in the server, text):\n${top.join('\n')}\n\n`
+    `statements (per request, mean time in the server, WAL, full-page images and buffers touched per call, text):\n${top.join('\n')}\n\n`
 }
 process.stdout.write(
   `${kind}${onPg ? ' on PostgreSQL' : ''}: ${r.rps.toFixed(0)} requests/s under load (${seconds} s after a 2 s warm-up; the profile below covers the measured run)\n` +

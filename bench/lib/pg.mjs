@@ -180,12 +180,13 @@ export async function statsSince(client, statements, snap) {
   if (statements) {
     rows = (
       await client.query(
-        `SELECT query, calls::float8 AS calls, total_exec_time AS exec_ms, rows::float8 AS rows
+        `SELECT query, calls::float8 AS calls, total_exec_time AS exec_ms, rows::float8 AS rows,
+           wal_bytes::float8 AS wal_bytes, wal_fpi::float8 AS wal_fpi, shared_blks_hit::float8 + shared_blks_read::float8 AS blks
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)
          ORDER BY calls DESC`,
         [BENCH_DATABASE],
       )
-    ).rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').trim(), calls: r.calls, execMs: r.exec_ms, rows: r.rows }))
+    ).rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').trim(), calls: r.calls, execMs: r.exec_ms, rows: r.rows, walBytes: r.wal_bytes, walFpi: r.wal_fpi, blocks: r.blks }))
   }
   return { walBytes: wal, statements: rows, calls: rows.reduce((a, r) => a + r.calls, 0), execMs: rows.reduce((a, r) => a + r.execMs, 0), ms: performance.now() - snap.at }
 }
