@@ -17,8 +17,15 @@ export interface ImportSet {
   /** the secrets the export carried (a store keeps its own for one it did not) */
   secrets: { device_key?: string; mfa_key?: string }
   anchor: AuditAnchor
-  /** in seq order, the first right after `anchor`, without gaps */
+  /**
+   * The events as the export has them (README, "Audit log": `authctl import` loads them as they
+   * are and `audit verify` judges them), in its order, their seqs distinct but not necessarily
+   * in order or without gaps: a file whose events were removed, moved or changed is loaded, and
+   * the break shows where the chain fails.
+   */
   events: AuditEvent[]
+  /** where the log goes on after the import: the event of the highest seq, or the anchor if that is higher (or there is none) */
+  head: AuditAnchor
 }
 
 /** ids, emails, kids and token hashes longer than this are no record of authd's (LMDB keys stop at 1978 bytes) */
@@ -88,7 +95,7 @@ const KEY: Record<string, (v: unknown) => boolean> = {
 }
 
 const EVENT: Record<string, (v: unknown) => boolean> = {
-  seq: isCount,
+  seq: (v) => isCount(v) && v >= 1,
   time: isIsoTime,
   event: isString,
   actor: isString,
@@ -104,8 +111,10 @@ const EVENT: Record<string, (v: unknown) => boolean> = {
 /**
  * Reads `records` whole and checks them: the meta record first (format 1), users with distinct
  * ids and emails, sessions of those users with distinct ids and token hashes, keys with distinct
- * kids, each secret once, the audit anchor before the events, and the events numbered on from it
- * without a gap. Rejects with an AppError BAD_EXPORT naming the first line that does not fit.
+ * kids, each secret once, the audit anchor before the events, and the events each whole, with a
+ * seq (a whole number from 1) no other event has. The events are taken as they are otherwise:
+ * whether they chain is for `authctl audit verify` to say. Rejects with an AppError BAD_EXPORT
+ * naming the first line that does not fit.
  */
 export async function readImport(records: AsyncIterable<ExportRecord>): Promise<ImportSet> {
   let line = 0
@@ -117,6 +126,8 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
   const secrets: ImportSet['secrets'] = {}
   let anchor: AuditAnchor | undefined
   const events: AuditEvent[] = []
+  const seqs = new Set<number>()
+  let highest: AuditEvent | undefined
   const userIds = new Set<string>()
   const emails = new Set<string>()
   const sessionIds = new Set<string>()
@@ -195,9 +206,12 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (!isObject(e)) throw bad('an audit record without its event')
         const field = badField(e, EVENT)
         if (field !== undefined) throw bad(`an audit event whose ${field} is missing or invalid`)
-        const expected = (events.at(-1)?.seq ?? (anchor ?? GENESIS).seq) + 1
-        if (e.seq !== expected) throw bad(`the audit event ${e.seq as number} where ${expected} comes next (the seqs go on without gaps)`)
-        events.push(e as unknown as AuditEvent)
+        const event = e as unknown as AuditEvent
+        // one event per seq: a store keeps them by it
+        if (seqs.has(event.seq)) throw bad(`a second audit event with the seq ${event.seq}`)
+        seqs.add(event.seq)
+        if (highest === undefined || event.seq > highest.seq) highest = event
+        events.push(event)
         break
       }
       default:
@@ -214,7 +228,9 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
       throw bad(`a session of the user ${s.userId}, who is not in the export`)
     }
   })
-  return { meta, users, sessions, keys, secrets, anchor: anchor ?? GENESIS, events }
+  const from = anchor ?? GENESIS
+  const head = highest !== undefined && highest.seq > from.seq ? { seq: highest.seq, hash: highest.hash } : from
+  return { meta, users, sessions, keys, secrets, anchor: from, events, head }
 }
 
 /**

@@ -719,8 +719,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const txn = root.useReadTransaction()
       try {
         const anchor = auditAnchor(txn)
+        // every kept event, by seq: an imported one the anchor should have removed shows as a break
         async function* events(): AsyncGenerator<AuditEvent> {
-          for await (const { value } of snapshotRange(audit, txn)) if (value.seq > anchor.seq) yield value
+          for await (const { value } of snapshotRange(audit, txn)) yield value
         }
         return await walk(anchor, events())
       } finally {
@@ -802,14 +803,15 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         bumpKeysVersion()
         if (set.secrets.device_key !== undefined) meta.put('device_key', set.secrets.device_key)
         if (set.secrets.mfa_key !== undefined) meta.put('mfa_key', set.secrets.mfa_key)
-        // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+        // the events as they are, each under its seq: whether they chain (their hashes are the
+        // export's, their seqs in order and without gaps) is for `authctl audit verify` to say
         for (const e of set.events) {
           audit.put(e.seq, e)
           for (const key of auditIndexKeys(e)) auditIndex.put(key, Date.parse(e.time))
         }
         meta.put('audit_anchor', set.anchor)
-        const last = set.events.at(-1)
-        meta.put('audit_head', last === undefined ? set.anchor : { seq: last.seq, hash: last.hash })
+        // the seqs go on after the highest
+        meta.put('audit_head', set.head)
         changed()
         return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
       })

@@ -1,12 +1,14 @@
 /**
  * The Store's behaviour, as every backend must have it: run by lmdb-conformance.test.ts on LMDB
  * and by pg-conformance.test.ts on PostgreSQL. Written to the interface in src/store/store.ts
- * alone (and the core functions that decide refreshes), never to a backend's insides.
+ * alone (and the core functions that decide refreshes and verify the audit chain), never to a
+ * backend's insides.
  *
  * `open()` must give a fresh, empty store each call; the suite closes every store it opens.
  */
 import type { Test } from 'tap'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
+import { verifyChain } from '../../src/core/audit.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import type {
   AuditAnchor,
@@ -860,6 +862,36 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(after.events.at(-1)!.event, 'admin.import')
   })
 
+  await t.test('import: the events as they are, each under its seq; the chain breaks where they were changed, removed or swapped, and goes on after the highest seq', async (t) => {
+    const source = await fresh(t)
+    await source.appendAudit(Array.from({ length: 6 }, (_, i) => draft('login.failure', { at: T0 + i, detail: { n: i + 1 } })))
+    const original = await exportOf(source)
+    const events = original.flatMap((r) => (r.type === 'audit' ? [r.event] : []))
+    const edits: Array<[string, (e: AuditEvent[]) => AuditEvent[], number | undefined]> = [
+      ['untouched', (e) => e, undefined],
+      ['event 3 changed', (e) => e.map((x) => (x.seq === 3 ? { ...x, detail: { n: 33 } } : x)), 3],
+      ['event 4 removed', (e) => e.filter((x) => x.seq !== 4), 4],
+      ['the last event removed: the chain cannot tell', (e) => e.filter((x) => x.seq !== 6), undefined],
+      ['the contents of events 2 and 5 swapped, each under the other’s seq', (e) => e.map((x) => (x.seq === 2 ? { ...e[4]!, seq: 2 } : x.seq === 5 ? { ...e[1]!, seq: 5 } : x)), 2],
+      ['events 2 and 5 swapped whole (lines moved): each goes under its own seq', (e) => e.map((x) => (x.seq === 2 ? e[4]! : x.seq === 5 ? e[1]! : x)), undefined],
+    ]
+    for (const [name, edit, broken] of edits) {
+      const records = original.filter((r) => r.type !== 'audit')
+      const edited = edit(events.map((e) => asJson(e)))
+      const target = await fresh(t)
+      await target.importRecords(fromArray([...records, ...edited.map((event): ExportRecord => ({ type: 'audit', event }))]))
+      const chain = await chainOf(target)
+      t.same(chain.events.map((e) => e.seq), edited.map((e) => e.seq).sort((a, b) => a - b), `${name}: each kept under its seq`)
+      // as `authctl audit verify` finds it
+      t.same(await target.auditChain(verifyChain), broken === undefined ? { ok: true, events: edited.length } : { ok: false, brokenAt: broken }, `${name}: ${broken === undefined ? 'verifies' : `breaks at ${broken}`}`)
+      const highest = Math.max(...edited.map((e) => e.seq))
+      await target.appendAudit([draft('admin.import')])
+      const after = await chainOf(target)
+      t.equal(after.events.at(-1)?.seq, highest + 1, `${name}: the next event is ${highest + 1}`)
+      t.equal(after.events.at(-1)?.hash, chainHash(after.events.find((e) => e.seq === highest)!.hash, after.events.at(-1)!), `${name}: chained to the highest`)
+    }
+  })
+
   await t.test('import: a store without users, whatever a first start left in it, takes the export whole', async (t) => {
     const source = await fresh(t)
     await populate(source)
@@ -911,7 +943,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
       ['an unknown secret', [meta, u1, { type: 'secret', name: 'other', value: 'v' }], 3],
       ['an unknown record type', [meta, u1, u2, { type: 'group', group: {} }], 4],
       ['not an object', [meta, 'user'], 2],
-      ['an audit event out of sequence', [meta, u1, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }, { type: 'audit', event: event(3, e1.hash) }], 5],
+      ['a second audit event of one seq', [meta, u1, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }, { type: 'audit', event: { ...e1, actor: 'x' } }], 5],
       ['an audit event without its hash', [meta, { type: 'audit', event: { ...e1, hash: undefined } }], 2],
       ['an anchor after the events', [meta, { type: 'audit', event: e1 }, { type: 'audit_anchor', anchor: GENESIS }], 3],
     ]

@@ -43,12 +43,25 @@ t.test('a good export comes back whole, in order, with the genesis as anchor whe
     secrets: { device_key: 'dk', mfa_key: 'mk' },
     anchor: GENESIS,
     events: [e1, e2],
+    head: { seq: 2, hash: e2.hash },
   })
   const bare = await read([meta])
-  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, anchor: GENESIS, events: [] }, 'the meta record alone is an empty store')
+  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, anchor: GENESIS, events: [], head: GENESIS }, 'the meta record alone is an empty store')
   const anchored = await read([{ ...meta, backend: 'postgres' }, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }, { type: 'audit', event: { ...event(41, e2.hash) } }])
   t.same(anchored.anchor, { seq: 40, hash: e2.hash })
   t.same(anchored.events.map((e) => e.seq), [41], 'numbered on from the anchor')
+  t.same((await read([meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }])).head, { seq: 40, hash: e2.hash }, 'no event: the log goes on from the anchor')
+})
+
+t.test('the events are taken as they are: out of order, with gaps, changed, or before the anchor; the log goes on after the highest seq', async (t) => {
+  const e3 = event(3, e2.hash)
+  const e5 = event(5, event(4, e3.hash).hash)
+  const changed = { ...e2, email: 'someone@example.com' }
+  const set = await read([meta, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e5 }, { type: 'audit', event: e1 }, { type: 'audit', event: changed }, { type: 'audit', event: e3 }])
+  t.same(set.events, [e5, e1, changed, e3], 'in the file’s order, each as it was: whether they chain is for audit verify to say')
+  t.same(set.head, { seq: 5, hash: e5.hash }, 'the highest seq, wherever it stood')
+  const below = await read([meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }, { type: 'audit', event: e1 }])
+  t.same([below.events.map((e) => e.seq), below.head], [[1], { seq: 40, hash: e2.hash }], 'an event the anchor says was removed is taken; the log goes on from the anchor')
 })
 
 t.test('a session may come before its user, and a user with its second factor or a pending setup is taken', async (t) => {
@@ -134,9 +147,11 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['an event whose time is no date', [meta, { type: 'audit', event: { ...e1, time: '2025-13-04T09:00:00.000Z' } }], 2, 'an audit event whose time is missing or invalid'],
   ['an event whose detail is an array', [meta, { type: 'audit', event: { ...e1, detail: [] } }], 2, 'an audit event whose detail is missing or invalid'],
   ['an event whose userId is a number', [meta, { type: 'audit', event: { ...e1, userId: 7 } }], 2, 'an audit event whose userId is missing or invalid'],
-  ['an event out of sequence', [meta, { type: 'audit', event: e1 }, { type: 'audit', event: event(3, e1.hash) }], 3, 'the audit event 3 where 2 comes next (the seqs go on without gaps)'],
-  ['a first event not right after the genesis', [meta, { type: 'audit', event: e2 }], 2, 'the audit event 2 where 1 comes next (the seqs go on without gaps)'],
-  ['a first event not right after the anchor', [meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e1.hash } }, { type: 'audit', event: e1 }], 3, 'the audit event 1 where 41 comes next (the seqs go on without gaps)'],
+  ['a second event of one seq', [meta, { type: 'audit', event: e1 }, { type: 'audit', event: e2 }, { type: 'audit', event: { ...e1, email: 'x@example.com' } }], 4, 'a second audit event with the seq 1'],
+  ['an event whose seq is not a whole number', [meta, { type: 'audit', event: { ...e1, seq: 1.5 } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event whose seq is text', [meta, { type: 'audit', event: { ...e1, seq: '1' } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event of seq 0', [meta, { type: 'audit', event: { ...e1, seq: 0 } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event without its seq', [meta, { type: 'audit', event: { ...e1, seq: undefined } }], 2, 'an audit event whose seq is missing or invalid'],
 ]
 
 t.test('each malformed record is refused with BAD_EXPORT naming its line and why', async (t) => {
@@ -174,7 +189,7 @@ t.test('a refusal at the very end of a full export leaves the store as empty as 
   const good = [meta, ...users, ...sessions, { type: 'key', key: key('k1') }, { type: 'secret', name: 'device_key', value: 'theirs' }, { type: 'audit', event: e1 }]
   const lastLine = good.length + 1
   for (const [last, why] of [
-    [{ type: 'audit', event: event(3, e1.hash) }, 'the audit event 3 where 2 comes next (the seqs go on without gaps)'],
+    [{ type: 'audit', event: { ...e1, hash: 'f'.repeat(64) } }, 'a second audit event with the seq 1'],
     [{ type: 'session', session: session('s-late', 'u-gone') }, 'a session of the user u-gone, who is not in the export'],
   ] as const) {
     await t.rejects(store.importRecords(from([...good, last])), { code: 'BAD_EXPORT', message: `line ${lastLine} of the export: ${why}` })

@@ -727,8 +727,9 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
         const [head] = await conn.query<{ anchor_seq: number; anchor_hash: string }>(`SELECT anchor_seq, anchor_hash FROM authd_audit_head`)
         const anchor: AuditAnchor = { seq: head!.anchor_seq, hash: head!.anchor_hash }
+        // every kept event, by seq: an imported one the anchor should have removed shows as a break
         async function* events(): AsyncGenerator<AuditEvent> {
-          let last = anchor.seq
+          let last = 0
           for (;;) {
             const page = (await conn.query<{ body: AuditEvent }>(`SELECT body FROM authd_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, [last, CHAIN_PAGE])).map((r) => r.body)
             yield* page
@@ -755,9 +756,11 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         const keep = await sql.query<{ seq: number }>(`SELECT seq FROM authd_audit WHERE at >= $1 ORDER BY seq LIMIT 1`, [before])
         const cut = keep[0]?.seq ?? head!.seq + 1
         if (cut - 1 <= head!.anchor_seq) return 0
-        const [last] = await sql.query<{ hash: string }>(`SELECT body->>'hash' AS hash FROM authd_audit WHERE seq = $1`, [cut - 1])
+        // the last event removed is the anchor (an imported log may have a gap before the cut)
+        const [last] = await sql.query<{ seq: number; hash: string }>(`SELECT seq, body->>'hash' AS hash FROM authd_audit WHERE seq < $1 ORDER BY seq DESC LIMIT 1`, [cut])
+        if (last === undefined) return 0
         const [{ n }] = await sql.query<{ n: number }>(`WITH gone AS (DELETE FROM authd_audit WHERE seq < $1 RETURNING 1) SELECT count(*)::integer AS n FROM gone`, [cut])
-        await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [cut - 1, last!.hash])
+        await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [last.seq, last.hash])
         return n!
       }),
 

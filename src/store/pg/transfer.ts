@@ -149,15 +149,16 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Pr
       await conn.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [name, value])
     }
 
-    // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+    // the events as they are, each under its seq: whether they chain (their hashes are the
+    // export's, their seqs in order and without gaps) is for `authctl audit verify` to say
     for (const batch of slices(set.events)) {
       await conn.query(
         `INSERT INTO authd_audit (seq, at, event, user_id, body) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[])`,
         [batch.map((e) => e.seq), batch.map((e) => Date.parse(e.time)), batch.map((e) => e.event), batch.map((e) => e.userId), batch.map((e) => JSON.stringify(e))],
       )
     }
-    const head = set.events.at(-1) ?? set.anchor
-    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [head.seq, head.hash, set.anchor.seq, set.anchor.hash])
+    // the seqs go on after the highest
+    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [set.head.seq, set.head.hash, set.anchor.seq, set.anchor.hash])
     await conn.query('COMMIT')
     return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
   } catch (err) {
