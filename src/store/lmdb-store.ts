@@ -772,7 +772,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         txn.done()
       }
     },
-    async importRecords(records) {
+    async importRecords(records, importEvents) {
       const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: `the store at ${opts.path}` } })
       // refused before the export is read, and again inside the transaction (a user added meanwhile)
       if (users.getKeysCount() > 0) throw notEmpty()
@@ -812,8 +812,10 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         meta.put('audit_anchor', set.anchor)
         // the seqs go on after the highest
         meta.put('audit_head', set.head)
-        changed()
-        return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+        const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+        // the import's own event, in its write
+        changed(importEvents?.(counts))
+        return counts
       })
     },
 

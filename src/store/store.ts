@@ -163,6 +163,13 @@ export type RefreshDecision<T> = (
 
 export type StoreBackend = 'lmdb' | 'postgres'
 
+/** what an import loaded */
+export interface ImportCounts {
+  users: number
+  sessions: number
+  keys: number
+}
+
 /** What /me needs of a session and its user (Store.meRead). */
 export interface MeRecord {
   userId: string
@@ -418,10 +425,12 @@ export interface Store {
   exportRecords(): AsyncIterable<ExportRecord>
   /**
    * Loads `records` (an export of either backend) into this store, all or nothing, in one
-   * transaction. Rejects with an AppError NOT_EMPTY if the store already has users, and with
-   * BAD_EXPORT naming the line for a record it cannot take; nothing is written then.
+   * transaction, with the events `audit` makes of the counts loaded appended after the imported
+   * log in that same transaction (`admin.import`: an import never commits without its event).
+   * Rejects with an AppError NOT_EMPTY if the store already has users, and with BAD_EXPORT
+   * naming the line for a record it cannot take; nothing is written then.
    */
-  importRecords(records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }>
+  importRecords(records: AsyncIterable<ExportRecord>, audit?: (counts: ImportCounts) => Audit): Promise<ImportCounts>
 
   /** waits until everything committed so far is durable (PostgreSQL: at once) */
   flushed(): Promise<void>

@@ -892,6 +892,30 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     }
   })
 
+  await t.test('import: its own event made of the counts, appended after the imported log in the same write; none when refused', async (t) => {
+    const source = await fresh(t)
+    await populate(source)
+    const records = await exportOf(source)
+    const imported = await chainOf(source)
+    const target = await fresh(t)
+    let made = 0
+    const audit = (counts: { users: number; sessions: number; keys: number }): AuditDraft[] => (made++, [draft('admin.import', { actor: 'authctl:root', detail: { ...counts } })])
+    t.same(await target.importRecords(fromArray(records), audit), { users: 3, sessions: 2, keys: 2 })
+    t.equal(made, 1)
+    const chain = await chainOf(target)
+    t.same(chain.events.slice(0, -1), imported.events, 'the imported log as it was')
+    const last = chain.events.at(-1)!
+    t.match(last, { seq: imported.events.at(-1)!.seq + 1, event: 'admin.import', actor: 'authctl:root', detail: { users: 3, sessions: 2, keys: 2 } })
+    t.equal(brokenAt(chain.anchor, chain.events), undefined, 'chained on from the last imported event')
+
+    // refused: neither the import nor its event
+    await t.rejects(target.importRecords(fromArray(records), audit), { code: 'NOT_EMPTY' })
+    const other = await fresh(t)
+    await t.rejects(other.importRecords(fromArray([...records, { type: 'group' } as unknown as ExportRecord]), audit), { code: 'BAD_EXPORT' })
+    t.same((await chainOf(other)).events, [], 'no event in a store whose import was refused')
+    t.equal(made, 1, 'nor was it made')
+  })
+
   await t.test('import: a store without users, whatever a first start left in it, takes the export whole', async (t) => {
     const source = await fresh(t)
     await populate(source)

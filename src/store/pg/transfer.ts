@@ -5,7 +5,8 @@
  */
 import { AppError } from '../../errors.js'
 import { earlierTokenHashes, readImport } from '../import-records.js'
-import { hashParamsKey, settleKeys, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { hashParamsKey, settleKeys, type Audit, type AuditEvent, type ExportRecord, type ImportCounts, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { appendAuditTx } from './audit-append.js'
 import type { Db, Sql } from './db.js'
 
 /** rows per statement, both ways */
@@ -88,7 +89,7 @@ function* slices<T>(rows: readonly T[]): Generator<T[]> {
  * export's, so the keys, sessions and audit log are the export's alone, and what was issued under
  * the exported store keeps working.
  */
-export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }> {
+export async function importPg(db: Db, records: AsyncIterable<ExportRecord>, audit?: (counts: ImportCounts) => Audit): Promise<ImportCounts> {
   const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: 'the database' } })
   // refused before the export is read, and again inside the transaction (a user added meanwhile)
   if ((await db.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
@@ -159,8 +160,11 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Pr
     }
     // the seqs go on after the highest
     await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [set.head.seq, set.head.hash, set.anchor.seq, set.anchor.hash])
+    const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+    // the import's own event, in its transaction (the head is locked since the start)
+    await appendAuditTx(conn, audit?.(counts) ?? [])
     await conn.query('COMMIT')
-    return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+    return counts
   } catch (err) {
     failed = err
     throw err
