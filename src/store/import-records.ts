@@ -16,6 +16,8 @@ export interface ImportSet {
   keys: KeyRecord[]
   /** the secrets the export carried (a store keeps its own for one it did not) */
   secrets: { device_key?: string; mfa_key?: string }
+  /** the mfaTokens a second step had used (none in a format 1 export) */
+  mfaUsed: Array<{ id: string; expiresAt: number }>
   anchor: AuditAnchor
   /**
    * The events as the export has them (README, "Audit log": `authctl import` loads them as they
@@ -109,9 +111,10 @@ const EVENT: Record<string, (v: unknown) => boolean> = {
 }
 
 /**
- * Reads `records` whole and checks them: the meta record first (format 1), users with distinct
- * ids and emails, sessions of those users with distinct ids and token hashes, keys with distinct
- * kids, each secret once, the audit anchor before the events, and the events each whole, with a
+ * Reads `records` whole and checks them: the meta record first (format 1 or 2), users with
+ * distinct ids and emails, sessions of those users with distinct ids and token hashes, keys with
+ * distinct kids, each secret once, each used mfaToken once, the audit anchor before the events,
+ * and the events each whole, with a
  * seq (a whole number from 1) no other event has. The events are taken as they are otherwise:
  * whether they chain is for `authctl audit verify` to say. Rejects with an AppError BAD_EXPORT
  * naming the first line that does not fit.
@@ -124,6 +127,8 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
   const sessions: SessionRecord[] = []
   const keys: KeyRecord[] = []
   const secrets: ImportSet['secrets'] = {}
+  const mfaUsed: ImportSet['mfaUsed'] = []
+  const usedTokens = new Set<string>()
   let anchor: AuditAnchor | undefined
   const events: AuditEvent[] = []
   const seqs = new Set<number>()
@@ -144,7 +149,7 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
     switch (r.type) {
       case 'meta':
         if (meta !== undefined) throw bad('a second meta record')
-        if (r.format !== 1) throw bad(`an export format this authd does not know (${JSON.stringify(r.format)})`)
+        if (r.format !== 1 && r.format !== 2) throw bad(`an export format this authd does not know (${JSON.stringify(r.format)})`)
         if (r.backend !== 'lmdb' && r.backend !== 'postgres') throw bad(`an unknown backend (${JSON.stringify(r.backend)})`)
         if (!isCount(r.schema) || !isString(r.exportedAt)) throw bad('a meta record without its schema or exportedAt')
         meta = r as ImportSet['meta']
@@ -194,6 +199,14 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (secrets[r.name] !== undefined) throw bad(`the secret ${r.name} a second time`)
         secrets[r.name] = r.value
         break
+      case 'mfa_used': {
+        if (!isKey(r.id) || !isNumber(r.expiresAt)) throw bad('a used mfaToken without its id or expiresAt')
+        const token = `${r.expiresAt} ${r.id}`
+        if (usedTokens.has(token)) throw bad(`the used mfaToken ${r.id} a second time`)
+        usedTokens.add(token)
+        mfaUsed.push({ id: r.id, expiresAt: r.expiresAt })
+        break
+      }
       case 'audit_anchor': {
         const a = r.anchor
         if (anchor !== undefined || events.length > 0) throw bad('the audit anchor must come once, before the audit events')
@@ -230,7 +243,7 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
   })
   const from = anchor ?? GENESIS
   const head = highest !== undefined && highest.seq > from.seq ? { seq: highest.seq, hash: highest.hash } : from
-  return { meta, users, sessions, keys, secrets, anchor: from, events, head }
+  return { meta, users, sessions, keys, secrets, mfaUsed, anchor: from, events, head }
 }
 
 /**

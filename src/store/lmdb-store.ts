@@ -12,6 +12,7 @@ import { GENESIS, sealEvent } from './audit-chain.js'
 import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
+  EXPORT_FORMAT,
   hashParamsKey,
   settleKeys,
   type Audit,
@@ -758,13 +759,18 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const txn = root.useReadTransaction()
       try {
         const schema = (meta.get('schema_version', { transaction: txn }) as number | undefined) ?? SCHEMA_VERSION
-        yield { type: 'meta', format: 1, schema, backend: 'lmdb', exportedAt: new Date().toISOString() }
+        yield { type: 'meta', format: EXPORT_FORMAT, schema, backend: 'lmdb', exportedAt: new Date().toISOString() }
         for await (const { value } of snapshotRange(users, txn)) yield { type: 'user', user: value }
         for await (const { value } of snapshotRange(sessions, txn)) yield { type: 'session', session: value }
         for await (const { value } of snapshotRange(keys, txn)) yield { type: 'key', key: value }
         for (const name of ['device_key', 'mfa_key'] as const) {
           const value = meta.get(name, { transaction: txn }) as string | undefined
           if (value !== undefined) yield { type: 'secret', name, value }
+        }
+        // the used mfaTokens: one used just before the export is not used again after the import
+        for await (const { key } of snapshotRange(mfaUsed, txn)) {
+          const [expiresAt, id] = key as [number, string]
+          yield { type: 'mfa_used', id, expiresAt }
         }
         yield { type: 'audit_anchor', anchor: auditAnchor(txn) }
         for await (const { value } of snapshotRange(audit, txn)) yield { type: 'audit', event: value }
@@ -803,6 +809,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         bumpKeysVersion()
         if (set.secrets.device_key !== undefined) meta.put('device_key', set.secrets.device_key)
         if (set.secrets.mfa_key !== undefined) meta.put('mfa_key', set.secrets.mfa_key)
+        for (const u of set.mfaUsed) mfaUsed.put([u.expiresAt, u.id], 1)
         // the events as they are, each under its seq: whether they chain (their hashes are the
         // export's, their seqs in order and without gaps) is for `authctl audit verify` to say
         for (const e of set.events) {

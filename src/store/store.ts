@@ -189,16 +189,25 @@ export interface MeRead {
 /**
  * One line of `authctl export` (JSON, one record per line). `meta` comes first; a store's secrets
  * (the device-cookie and mfaToken keys) travel as `secret` records so that cookies and tokens
- * issued before an export keep working after the import.
+ * issued before an export keep working after the import, and the mfaTokens already used by a
+ * second step as `mfa_used` records, so that none is used again after it.
+ *
+ * Format 2 is what this authd writes; format 1 (before `mfa_used` records) imports too.
  */
 export type ExportRecord =
-  | { type: 'meta'; format: 1; schema: number; backend: StoreBackend; exportedAt: string }
+  | { type: 'meta'; format: ExportFormat; schema: number; backend: StoreBackend; exportedAt: string }
   | { type: 'user'; user: UserRecord }
   | { type: 'session'; session: SessionRecord }
   | { type: 'key'; key: KeyRecord }
   | { type: 'secret'; name: 'device_key' | 'mfa_key'; value: string }
+  | { type: 'mfa_used'; id: string; expiresAt: number }
   | { type: 'audit_anchor'; anchor: AuditAnchor }
   | { type: 'audit'; event: AuditEvent }
+
+/** the export formats an import reads (README, "Export and import"): 1, and 2 with the used mfaTokens */
+export type ExportFormat = 1 | 2
+/** the format `exportRecords` writes */
+export const EXPORT_FORMAT = 2 satisfies ExportFormat
 
 /** What every audit event says (README, "Audit log"); fields that do not apply are null. */
 export interface AuditFields {
@@ -421,7 +430,7 @@ export interface Store {
   ping(): Promise<void>
 
   // export / import (README, "Export and import")
-  /** every record of the store, in an order `importRecords` accepts (meta first, then users, …) */
+  /** every record of the store (format EXPORT_FORMAT), in an order `importRecords` accepts (meta first, then users, …) */
   exportRecords(): AsyncIterable<ExportRecord>
   /**
    * Loads `records` (an export of either backend) into this store, all or nothing, in one

@@ -71,6 +71,9 @@ const key = (kid: string, state: KeyRecord['state'], activatedAt: number | null,
   ...extra,
 })
 
+/** the mfaToken populate's second step used */
+const USED_MFA_TOKEN = { id: 'used-mfa-token', expiresAt: T0 + 5 * MIN }
+
 const mfa: MfaRecord = { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', enabledAt: T0, lastStep: 100, recoveryCodes: ['rc-hash-1', 'rc-hash-2'] }
 
 const draft = (event: string, extra: Partial<AuditDraft> = {}): AuditDraft => ({
@@ -767,6 +770,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     await store.rotateKey(key('k2', 'next', T0 + 10 * MIN), T0 + MIN)
     await store.ensureDeviceKey(() => 'the-device-key')
     await store.ensureMfaKey(() => 'the-mfa-key')
+    // a second step's mfaToken, used: it may not be used again, here or after an import
+    await store.finishMfaStep(USED_MFA_TOKEN, 'u1', T0, (u) => ({ action: 'use', user: u!, result: null }))
     await store.addLimitClear({ email: 'ann@example.com' }, T0)
     await store.appendAudit([draft('login.success', { at: T0 + 3000, userId: 'u1', sessionId: 's1', email: 'ann@example.com' })])
     return { live, replaced, first }
@@ -775,8 +780,20 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
   const exportOf = async (store: Store): Promise<ExportRecord[]> => (await collect(store.exportRecords())).map(asJson)
   const withoutMeta = (records: ExportRecord[]): ExportRecord[] => records.filter((r) => r.type !== 'meta')
   const sortKey = (r: ExportRecord): string =>
-    r.type === 'user' ? r.user.id : r.type === 'session' ? r.session.id : r.type === 'key' ? r.key.kid : r.type === 'secret' ? r.name : r.type === 'audit' ? String(r.event.seq).padStart(12, '0') : ''
-  const order = ['meta', 'user', 'session', 'key', 'secret', 'audit_anchor', 'audit']
+    r.type === 'user'
+      ? r.user.id
+      : r.type === 'session'
+        ? r.session.id
+        : r.type === 'key'
+          ? r.key.kid
+          : r.type === 'secret'
+            ? r.name
+            : r.type === 'mfa_used'
+              ? `${r.expiresAt} ${r.id}`
+              : r.type === 'audit'
+                ? String(r.event.seq).padStart(12, '0')
+                : ''
+  const order = ['meta', 'user', 'session', 'key', 'secret', 'mfa_used', 'audit_anchor', 'audit']
   const canonical = (records: ExportRecord[]): ExportRecord[] =>
     [...withoutMeta(records)].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type) || (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0))
 
@@ -787,7 +804,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const meta = records[0]
     t.equal(meta?.type, 'meta')
     if (meta?.type === 'meta') {
-      t.equal(meta.format, 1)
+      t.equal(meta.format, 2, 'the format with the used mfaTokens')
       t.equal(meta.backend, store.backend)
       t.equal(meta.schema, await store.schemaVersion())
       t.match(meta.exportedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -796,8 +813,9 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.same(types, [...types].sort((a, b) => order.indexOf(a) - order.indexOf(b)), 'in that order')
     t.same(
       Object.fromEntries(order.map((o) => [o, types.filter((x) => x === o).length])),
-      { meta: 1, user: 3, session: 2, key: 2, secret: 2, audit_anchor: 1, audit: 4 },
+      { meta: 1, user: 3, session: 2, key: 2, secret: 2, mfa_used: 1, audit_anchor: 1, audit: 4 },
     )
+    t.same(records.find((r) => r.type === 'mfa_used'), { type: 'mfa_used', ...USED_MFA_TOKEN }, 'the used mfaToken')
     t.same(
       records.filter((r) => r.type === 'secret'),
       [
@@ -839,6 +857,14 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const read = await target.meRead(['s1'], NaN, new Set())
     t.equal(read.records.get('s1')?.user?.mfaEnabled, true)
     t.equal(read.keysVersion, await target.keysVersion())
+
+    // a second step used before the export cannot be used again after the import
+    t.equal(await target.mfaTokenUsed(USED_MFA_TOKEN.id, USED_MFA_TOKEN.expiresAt), true, 'the used mfaToken came along')
+    t.equal(
+      await target.finishMfaStep(USED_MFA_TOKEN, 'u1', T0 + 1000, (u, used) => (used ? { action: 'none', result: 'used' } : { action: 'use', user: u!, result: 'used again' })),
+      'used',
+      'and a second step with it is refused',
+    )
 
     // the secrets came along: nothing new is made
     t.equal(await target.ensureDeviceKey(() => 'made anew'), 'the-device-key')
@@ -955,7 +981,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const bad: Array<[string, unknown[], number]> = [
       ['an empty export', [], 1],
       ['a user before the meta record', [u1, meta], 1],
-      ['an unknown format', [{ ...meta, format: 2 }, u1], 1],
+      ['an unknown format', [{ ...meta, format: 3 }, u1], 1],
+      ['a used mfaToken without its expiry', [meta, u1, { type: 'mfa_used', id: 'm1' }], 3],
       ['a user without an email', [meta, u1, { type: 'user', user: { ...user('u2', 'x'), email: undefined } }], 3],
       ['a user whose createdAt is text', [meta, u1, u2, { type: 'user', user: { ...user('u3', 'c@example.com'), createdAt: 'yesterday' } }], 4],
       ['a second user with one email', [meta, u1, { type: 'user', user: user('u2', 'ann@example.com') }], 3],

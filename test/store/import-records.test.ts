@@ -41,12 +41,16 @@ t.test('a good export comes back whole, in order, with the genesis as anchor whe
     sessions: [s1.session, s2.session],
     keys: [key('k1')],
     secrets: { device_key: 'dk', mfa_key: 'mk' },
+    mfaUsed: [],
     anchor: GENESIS,
     events: [e1, e2],
     head: { seq: 2, hash: e2.hash },
   })
   const bare = await read([meta])
-  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, anchor: GENESIS, events: [], head: GENESIS }, 'the meta record alone is an empty store')
+  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, mfaUsed: [], anchor: GENESIS, events: [], head: GENESIS }, 'the meta record alone is an empty store')
+  const used = await read([{ ...meta, format: 2 }, u1, { type: 'mfa_used', id: 'm1', expiresAt: T0 + 300_000 }, { type: 'mfa_used', id: 'm2', expiresAt: T0 + 300_000 }])
+  t.same(used.mfaUsed, [{ id: 'm1', expiresAt: T0 + 300_000 }, { id: 'm2', expiresAt: T0 + 300_000 }], 'format 2: the used mfaTokens')
+  t.equal(set.meta.format, 1, 'format 1, an export of before them, is read as ever')
   const anchored = await read([{ ...meta, backend: 'postgres' }, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }, { type: 'audit', event: { ...event(41, e2.hash) } }])
   t.same(anchored.anchor, { seq: 40, hash: e2.hash })
   t.same(anchored.events.map((e) => e.seq), [41], 'numbered on from the anchor')
@@ -80,7 +84,10 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['an array', [meta, [u1]], 2, 'not a record (an object with a "type")'],
   ['a record whose type is no string', [meta, { type: 1 }], 2, 'not a record (an object with a "type")'],
   ['a second meta record', [meta, u1, meta], 3, 'a second meta record'],
-  ['another format', [{ ...meta, format: 2 }], 1, 'an export format this authd does not know (2)'],
+  ['another format', [{ ...meta, format: 3 }], 1, 'an export format this authd does not know (3)'],
+  ['a used mfaToken without its id', [meta, { type: 'mfa_used', expiresAt: T0 }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken whose expiresAt is text', [meta, { type: 'mfa_used', id: 'm1', expiresAt: 'soon' }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken twice', [meta, { type: 'mfa_used', id: 'm1', expiresAt: T0 }, { type: 'mfa_used', id: 'm1', expiresAt: T0 }], 3, 'the used mfaToken m1 a second time'],
   ['a format as text', [{ ...meta, format: '1' }], 1, 'an export format this authd does not know ("1")'],
   ['an unknown backend', [{ ...meta, backend: 'mysql' }], 1, 'an unknown backend ("mysql")'],
   ['a meta record without its schema', [{ ...meta, schema: undefined }], 1, 'a meta record without its schema or exportedAt'],

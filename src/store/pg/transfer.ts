@@ -5,7 +5,7 @@
  */
 import { AppError } from '../../errors.js'
 import { earlierTokenHashes, readImport } from '../import-records.js'
-import { hashParamsKey, settleKeys, type Audit, type AuditEvent, type ExportRecord, type ImportCounts, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { EXPORT_FORMAT, hashParamsKey, settleKeys, type Audit, type AuditEvent, type ExportRecord, type ImportCounts, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
 import { appendAuditTx } from './audit-append.js'
 import type { Db, Sql } from './db.js'
 
@@ -14,7 +14,8 @@ const BATCH = 500
 
 /**
  * Every record, read in one snapshot (a repeatable-read transaction on a connection of its
- * own), page by page: meta, users, sessions, keys, secrets, the audit anchor, the events.
+ * own), page by page: meta, users, sessions, keys, secrets, the used mfaTokens, the audit
+ * anchor, the events.
  */
 export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRecord> {
   const conn = await db.lease()
@@ -22,7 +23,7 @@ export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRe
   let done = false
   try {
     await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-    yield { type: 'meta', format: 1, schema, backend: 'postgres', exportedAt: new Date().toISOString() }
+    yield { type: 'meta', format: EXPORT_FORMAT, schema, backend: 'postgres', exportedAt: new Date().toISOString() }
     for await (const record of pages<{ record: UserRecord }>(conn, 'authd_users', 'id', 'record')) yield { type: 'user', user: record.record }
     for await (const record of pages<{ record: SessionRecord }>(conn, 'authd_sessions', 'id', 'record')) yield { type: 'session', session: record.record }
     for await (const record of pages<{ record: KeyRecord }>(conn, 'authd_keys', 'kid', 'record')) yield { type: 'key', key: record.record }
@@ -30,6 +31,14 @@ export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRe
       `SELECT name, value FROM authd_meta WHERE name IN ('device_key', 'mfa_key') ORDER BY name`,
     )
     for (const s of secrets) yield { type: 'secret', name: s.name, value: s.value }
+    // the used mfaTokens: one used just before the export is not used again after the import
+    let used = await conn.query<{ expires_at: number; id: string }>(`SELECT expires_at, id FROM authd_mfa_used ORDER BY expires_at, id LIMIT ${BATCH}`)
+    for (;;) {
+      for (const u of used) yield { type: 'mfa_used', id: u.id, expiresAt: u.expires_at }
+      if (used.length < BATCH) break
+      const last = used[used.length - 1]!
+      used = await conn.query(`SELECT expires_at, id FROM authd_mfa_used WHERE (expires_at, id) > ($1, $2) ORDER BY expires_at, id LIMIT ${BATCH}`, [last.expires_at, last.id])
+    }
     const [head] = await conn.query<{ anchor_seq: number; anchor_hash: string }>(`SELECT anchor_seq, anchor_hash FROM authd_audit_head`)
     yield { type: 'audit_anchor', anchor: { seq: head!.anchor_seq, hash: head!.anchor_hash } }
     for await (const row of pages<{ body: AuditEvent }>(conn, 'authd_audit', 'seq', 'body')) yield { type: 'audit', event: row.body }
@@ -148,6 +157,9 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>, aud
 
     for (const [name, value] of Object.entries(set.secrets)) {
       await conn.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [name, value])
+    }
+    for (const batch of slices(set.mfaUsed)) {
+      await conn.query(`INSERT INTO authd_mfa_used (expires_at, id) SELECT * FROM unnest($1::bigint[], $2::text[])`, [batch.map((u) => u.expiresAt), batch.map((u) => u.id)])
     }
 
     // the events as they are, each under its seq: whether they chain (their hashes are the
