@@ -729,6 +729,20 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(brokenAt(last.anchor, last.events), undefined, 'and chains to the anchor')
   })
 
+  await t.test('audit: sweepAudit takes a backlog longer than one chunk whole, and stops at the first event to keep', async (t) => {
+    const store = await fresh(t)
+    // events 2501 to 2550 are newer than the cut, those after them older again (a clock stepped
+    // back): only the run before the first newer one goes
+    const at = (n: number): number => (n >= 2550 ? T0 : T0 + n)
+    for (let i = 0; i < 2600; i += 500) await store.appendAudit(Array.from({ length: Math.min(500, 2600 - i) }, (_, j) => draft('login.failure', { at: at(i + j) })))
+    const before = await chainOf(store)
+    t.equal(await store.sweepAudit(T0 + 2500), 2500, 'the 2500 older than the cut, in chunks')
+    const after = await chainOf(store)
+    t.same(after.anchor, { seq: 2500, hash: before.events[2499]!.hash }, 'the last one removed is the anchor')
+    t.same(after.events.map((e) => e.seq), Array.from({ length: 100 }, (_, i) => 2501 + i))
+    t.equal(brokenAt(after.anchor, after.events), undefined)
+  })
+
   await t.test('audit: auditChain reads the anchor and every page in one snapshot: sweeps during the walk are not in it', async (t) => {
     const store = await fresh(t)
     // more than two pages of either backend

@@ -58,6 +58,8 @@ const EVICT_PER_WRITE = 256
 const LIMIT_CLEARS_KEPT = 64
 /** audit events per page of auditChain */
 const CHAIN_PAGE = 500
+/** audit events removed per transaction by sweepAudit (as on LMDB) */
+const AUDIT_SWEEP_CHUNK = 1024
 /** the advisory lock class of a user's sessions (the second key is a hash of the user id) */
 const USER_LOCK = 0x61757469
 /** the advisory lock class of the making of a secret (device_key, mfa_key) */
@@ -714,21 +716,30 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         conn.release(failed)
       }
     },
-    sweepAudit: (before) =>
-      db.tx(async (sql) => {
-        const [head] = await sql.query<{ seq: number; anchor_seq: number }>(`SELECT seq, anchor_seq FROM authd_audit_head FOR UPDATE`)
-        // only a prefix of the log goes (what remains must still chain): up to the first event
-        // at or after `before`, whatever the times of those after it
-        const keep = await sql.query<{ seq: number }>(`SELECT seq FROM authd_audit WHERE at >= $1 ORDER BY seq LIMIT 1`, [before])
-        const cut = keep[0]?.seq ?? head!.seq + 1
-        if (cut - 1 <= head!.anchor_seq) return 0
-        // the last event removed is the anchor (an imported log may have a gap before the cut)
-        const [last] = await sql.query<{ seq: number; hash: string }>(`SELECT seq, body->>'hash' AS hash FROM authd_audit WHERE seq < $1 ORDER BY seq DESC LIMIT 1`, [cut])
-        if (last === undefined) return 0
-        const [{ n }] = await sql.query<{ n: number }>(`WITH gone AS (DELETE FROM authd_audit WHERE seq < $1 RETURNING 1) SELECT count(*)::integer AS n FROM gone`, [cut])
-        await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [last.seq, last.hash])
-        return n!
-      }),
+    async sweepAudit(before) {
+      let total = 0
+      for (;;) {
+        // a chunk per transaction, as on LMDB: the head's lock, which every append takes, is held
+        // for one chunk at a time, never for the whole backlog
+        const removed = await db.tx(async (sql) => {
+          await sql.query(`SELECT seq FROM authd_audit_head FOR UPDATE`)
+          // the oldest events, and of them only a run older than `before`: what remains must
+          // still chain, whatever the times of those after the first that stays
+          const oldest = await sql.query<{ seq: number; at: number }>(`SELECT seq, at FROM authd_audit ORDER BY seq LIMIT $1`, [AUDIT_SWEEP_CHUNK])
+          let n = 0
+          while (n < oldest.length && oldest[n]!.at < before) n++
+          if (n === 0) return 0
+          // the last event removed is the anchor
+          const last = oldest[n - 1]!.seq
+          const [{ hash }] = await sql.query<{ hash: string }>(`SELECT body->>'hash' AS hash FROM authd_audit WHERE seq = $1`, [last])
+          await sql.query(`DELETE FROM authd_audit WHERE seq <= $1`, [last])
+          await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [last, hash])
+          return n
+        })
+        total += removed
+        if (removed < AUDIT_SWEEP_CHUNK) return total
+      }
+    },
 
     // ---- meta ----
     schemaVersion: () => schemaVersionOf(db),
