@@ -16,9 +16,18 @@ export interface ImportSet {
   keys: KeyRecord[]
   /** the secrets the export carried (a store keeps its own for one it did not) */
   secrets: { device_key?: string; mfa_key?: string }
+  /** the mfaTokens a second step had used (none in a format 1 export) */
+  mfaUsed: Array<{ id: string; expiresAt: number }>
   anchor: AuditAnchor
-  /** in seq order, the first right after `anchor`, without gaps */
+  /**
+   * The events as the export has them (README, "Audit log": `authctl import` loads them as they
+   * are and `audit verify` judges them), in its order, their seqs distinct but not necessarily
+   * in order or without gaps: a file whose events were removed, moved or changed is loaded, and
+   * the break shows where the chain fails.
+   */
   events: AuditEvent[]
+  /** where the log goes on after the import: the event of the highest seq, or the anchor if that is higher (or there is none) */
+  head: AuditAnchor
 }
 
 /** ids, emails, kids and token hashes longer than this are no record of authd's (LMDB keys stop at 1978 bytes) */
@@ -88,7 +97,7 @@ const KEY: Record<string, (v: unknown) => boolean> = {
 }
 
 const EVENT: Record<string, (v: unknown) => boolean> = {
-  seq: isCount,
+  seq: (v) => isCount(v) && v >= 1,
   time: isIsoTime,
   event: isString,
   actor: isString,
@@ -102,10 +111,13 @@ const EVENT: Record<string, (v: unknown) => boolean> = {
 }
 
 /**
- * Reads `records` whole and checks them: the meta record first (format 1), users with distinct
- * ids and emails, sessions of those users with distinct ids and token hashes, keys with distinct
- * kids, each secret once, the audit anchor before the events, and the events numbered on from it
- * without a gap. Rejects with an AppError BAD_EXPORT naming the first line that does not fit.
+ * Reads `records` whole and checks them: the meta record first (format 1 or 2), users with
+ * distinct ids and emails, sessions of those users with distinct ids and token hashes, keys with
+ * distinct kids, each secret once, each used mfaToken once, the audit anchor before the events,
+ * and the events each whole, with a
+ * seq (a whole number from 1) no other event has. The events are taken as they are otherwise:
+ * whether they chain is for `authctl audit verify` to say. Rejects with an AppError BAD_EXPORT
+ * naming the first line that does not fit.
  */
 export async function readImport(records: AsyncIterable<ExportRecord>): Promise<ImportSet> {
   let line = 0
@@ -115,8 +127,12 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
   const sessions: SessionRecord[] = []
   const keys: KeyRecord[] = []
   const secrets: ImportSet['secrets'] = {}
+  const mfaUsed: ImportSet['mfaUsed'] = []
+  const usedTokens = new Set<string>()
   let anchor: AuditAnchor | undefined
   const events: AuditEvent[] = []
+  const seqs = new Set<number>()
+  let highest: AuditEvent | undefined
   const userIds = new Set<string>()
   const emails = new Set<string>()
   const sessionIds = new Set<string>()
@@ -133,7 +149,7 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
     switch (r.type) {
       case 'meta':
         if (meta !== undefined) throw bad('a second meta record')
-        if (r.format !== 1) throw bad(`an export format this authd does not know (${JSON.stringify(r.format)})`)
+        if (r.format !== 1 && r.format !== 2) throw bad(`an export format this authd does not know (${JSON.stringify(r.format)})`)
         if (r.backend !== 'lmdb' && r.backend !== 'postgres') throw bad(`an unknown backend (${JSON.stringify(r.backend)})`)
         if (!isCount(r.schema) || !isString(r.exportedAt)) throw bad('a meta record without its schema or exportedAt')
         meta = r as ImportSet['meta']
@@ -183,6 +199,14 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (secrets[r.name] !== undefined) throw bad(`the secret ${r.name} a second time`)
         secrets[r.name] = r.value
         break
+      case 'mfa_used': {
+        if (!isKey(r.id) || !isNumber(r.expiresAt)) throw bad('a used mfaToken without its id or expiresAt')
+        const token = `${r.expiresAt} ${r.id}`
+        if (usedTokens.has(token)) throw bad(`the used mfaToken ${r.id} a second time`)
+        usedTokens.add(token)
+        mfaUsed.push({ id: r.id, expiresAt: r.expiresAt })
+        break
+      }
       case 'audit_anchor': {
         const a = r.anchor
         if (anchor !== undefined || events.length > 0) throw bad('the audit anchor must come once, before the audit events')
@@ -195,9 +219,12 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (!isObject(e)) throw bad('an audit record without its event')
         const field = badField(e, EVENT)
         if (field !== undefined) throw bad(`an audit event whose ${field} is missing or invalid`)
-        const expected = (events.at(-1)?.seq ?? (anchor ?? GENESIS).seq) + 1
-        if (e.seq !== expected) throw bad(`the audit event ${e.seq as number} where ${expected} comes next (the seqs go on without gaps)`)
-        events.push(e as unknown as AuditEvent)
+        const event = e as unknown as AuditEvent
+        // one event per seq: a store keeps them by it
+        if (seqs.has(event.seq)) throw bad(`a second audit event with the seq ${event.seq}`)
+        seqs.add(event.seq)
+        if (highest === undefined || event.seq > highest.seq) highest = event
+        events.push(event)
         break
       }
       default:
@@ -214,7 +241,9 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
       throw bad(`a session of the user ${s.userId}, who is not in the export`)
     }
   })
-  return { meta, users, sessions, keys, secrets, anchor: anchor ?? GENESIS, events }
+  const from = anchor ?? GENESIS
+  const head = highest !== undefined && highest.seq > from.seq ? { seq: highest.seq, hash: highest.hash } : from
+  return { meta, users, sessions, keys, secrets, mfaUsed, anchor: from, events, head }
 }
 
 /**

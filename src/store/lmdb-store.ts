@@ -12,6 +12,7 @@ import { GENESIS, sealEvent } from './audit-chain.js'
 import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
+  EXPORT_FORMAT,
   hashParamsKey,
   liveUnder,
   settleKeys,
@@ -720,8 +721,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const txn = root.useReadTransaction()
       try {
         const anchor = auditAnchor(txn)
+        // every kept event, by seq: an imported one the anchor should have removed shows as a break
         async function* events(): AsyncGenerator<AuditEvent> {
-          for await (const { value } of snapshotRange(audit, txn)) if (value.seq > anchor.seq) yield value
+          for await (const { value } of snapshotRange(audit, txn)) yield value
         }
         return await walk(anchor, events())
       } finally {
@@ -758,7 +760,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const txn = root.useReadTransaction()
       try {
         const schema = (meta.get('schema_version', { transaction: txn }) as number | undefined) ?? SCHEMA_VERSION
-        yield { type: 'meta', format: 1, schema, backend: 'lmdb', exportedAt: new Date().toISOString() }
+        yield { type: 'meta', format: EXPORT_FORMAT, schema, backend: 'lmdb', exportedAt: new Date().toISOString() }
         for await (const { value } of snapshotRange(users, txn)) yield { type: 'user', user: value }
         for await (const { value } of snapshotRange(sessions, txn)) yield { type: 'session', session: value }
         for await (const { value } of snapshotRange(keys, txn)) yield { type: 'key', key: value }
@@ -766,13 +768,18 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           const value = meta.get(name, { transaction: txn }) as string | undefined
           if (value !== undefined) yield { type: 'secret', name, value }
         }
+        // the used mfaTokens: one used just before the export is not used again after the import
+        for await (const { key } of snapshotRange(mfaUsed, txn)) {
+          const [expiresAt, id] = key as [number, string]
+          yield { type: 'mfa_used', id, expiresAt }
+        }
         yield { type: 'audit_anchor', anchor: auditAnchor(txn) }
         for await (const { value } of snapshotRange(audit, txn)) yield { type: 'audit', event: value }
       } finally {
         txn.done()
       }
     },
-    async importRecords(records) {
+    async importRecords(records, importEvents) {
       const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: `the store at ${opts.path}` } })
       // refused before the export is read, and again inside the transaction (a user added meanwhile)
       if (users.getKeysCount() > 0) throw notEmpty()
@@ -803,16 +810,20 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         bumpKeysVersion()
         if (set.secrets.device_key !== undefined) meta.put('device_key', set.secrets.device_key)
         if (set.secrets.mfa_key !== undefined) meta.put('mfa_key', set.secrets.mfa_key)
-        // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+        for (const u of set.mfaUsed) mfaUsed.put([u.expiresAt, u.id], 1)
+        // the events as they are, each under its seq: whether they chain (their hashes are the
+        // export's, their seqs in order and without gaps) is for `authctl audit verify` to say
         for (const e of set.events) {
           audit.put(e.seq, e)
           for (const key of auditIndexKeys(e)) auditIndex.put(key, Date.parse(e.time))
         }
         meta.put('audit_anchor', set.anchor)
-        const last = set.events.at(-1)
-        meta.put('audit_head', last === undefined ? set.anchor : { seq: last.seq, hash: last.hash })
-        changed()
-        return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+        // the seqs go on after the highest
+        meta.put('audit_head', set.head)
+        const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+        // the import's own event, in its write
+        changed(importEvents?.(counts))
+        return counts
       })
     },
 

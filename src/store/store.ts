@@ -174,6 +174,13 @@ export type RefreshDecision<T> = (
 
 export type StoreBackend = 'lmdb' | 'postgres'
 
+/** what an import loaded */
+export interface ImportCounts {
+  users: number
+  sessions: number
+  keys: number
+}
+
 /** What /me needs of a session and its user (Store.meRead). */
 export interface MeRecord {
   userId: string
@@ -193,16 +200,25 @@ export interface MeRead {
 /**
  * One line of `authctl export` (JSON, one record per line). `meta` comes first; a store's secrets
  * (the device-cookie and mfaToken keys) travel as `secret` records so that cookies and tokens
- * issued before an export keep working after the import.
+ * issued before an export keep working after the import, and the mfaTokens already used by a
+ * second step as `mfa_used` records, so that none is used again after it.
+ *
+ * Format 2 is what this authd writes; format 1 (before `mfa_used` records) imports too.
  */
 export type ExportRecord =
-  | { type: 'meta'; format: 1; schema: number; backend: StoreBackend; exportedAt: string }
+  | { type: 'meta'; format: ExportFormat; schema: number; backend: StoreBackend; exportedAt: string }
   | { type: 'user'; user: UserRecord }
   | { type: 'session'; session: SessionRecord }
   | { type: 'key'; key: KeyRecord }
   | { type: 'secret'; name: 'device_key' | 'mfa_key'; value: string }
+  | { type: 'mfa_used'; id: string; expiresAt: number }
   | { type: 'audit_anchor'; anchor: AuditAnchor }
   | { type: 'audit'; event: AuditEvent }
+
+/** the export formats an import reads (README, "Export and import"): 1, and 2 with the used mfaTokens */
+export type ExportFormat = 1 | 2
+/** the format `exportRecords` writes */
+export const EXPORT_FORMAT = 2 satisfies ExportFormat
 
 /** What every audit event says (README, "Audit log"); fields that do not apply are null. */
 export interface AuditFields {
@@ -425,14 +441,16 @@ export interface Store {
   ping(): Promise<void>
 
   // export / import (README, "Export and import")
-  /** every record of the store, in an order `importRecords` accepts (meta first, then users, …) */
+  /** every record of the store (format EXPORT_FORMAT), in an order `importRecords` accepts (meta first, then users, …) */
   exportRecords(): AsyncIterable<ExportRecord>
   /**
    * Loads `records` (an export of either backend) into this store, all or nothing, in one
-   * transaction. Rejects with an AppError NOT_EMPTY if the store already has users, and with
-   * BAD_EXPORT naming the line for a record it cannot take; nothing is written then.
+   * transaction, with the events `audit` makes of the counts loaded appended after the imported
+   * log in that same transaction (`admin.import`: an import never commits without its event).
+   * Rejects with an AppError NOT_EMPTY if the store already has users, and with BAD_EXPORT
+   * naming the line for a record it cannot take; nothing is written then.
    */
-  importRecords(records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }>
+  importRecords(records: AsyncIterable<ExportRecord>, audit?: (counts: ImportCounts) => Audit): Promise<ImportCounts>
 
   /** waits until everything committed so far is durable (PostgreSQL: at once) */
   flushed(): Promise<void>

@@ -6,13 +6,15 @@
  * a private key or a store secret (nor a SHA-256 of one).
  */
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import t, { type Test } from 'tap'
+import { adminDraft } from '../../src/core/audit.js'
 import { verifyChain } from '../../src/core/audit.js'
 import { newRefreshToken, hashToken, familyHashOf, newSessionId } from '../../src/core/sessions.js'
-import { openTestStore } from '../helpers/app.js'
+import { ON_PG, openTestStore, storeEnv } from '../helpers/app.js'
 import type { AuditEvent, ExportRecord } from '../../src/store/store.js'
 import { secretsIn } from '../helpers/audit.js'
 import { ctlFor, PASSWORD } from './run.js'
@@ -250,4 +252,143 @@ t.test('audit verify: exit 0 and the count when intact; exit 1 and the event whe
   t.equal(r.stderr, 'authctl: Event 3 of the audit log was changed, removed or moved after it was written.\n')
   r = await other(['audit', 'verify', '--json'])
   t.same([r.code, r.json()], [1, { ok: false, brokenAt: 3 }])
+})
+
+/**
+ * The audit log's events as the store keeps them, reached past authd: LMDB's `audit` database
+ * opened with the lmdb package, or PostgreSQL's authd_audit table. What an intruder with the
+ * store's files or the database's credentials could change.
+ */
+interface RawAudit {
+  get(seq: number): Promise<AuditEvent>
+  /** `event` stored under `seq` (its own seq field as given) */
+  put(seq: number, event: AuditEvent): Promise<void>
+  remove(seq: number): Promise<void>
+  close(): Promise<void>
+}
+
+async function rawAudit(dir: string): Promise<RawAudit> {
+  if (!ON_PG) {
+    const { open } = await import('lmdb')
+    const env = open({ path: dir, noSubdir: false, maxDbs: 16, compression: false })
+    const db = env.openDB<AuditEvent, number>({ name: 'audit' })
+    return {
+      get: async (seq) => db.get(seq)!,
+      put: async (seq, event) => void (await db.put(seq, event)),
+      remove: async (seq) => void (await db.remove(seq)),
+      close: () => env.close(),
+    }
+  }
+  const client = new pg.Client({ connectionString: (await storeEnv(dir)).AUTHD_STORE_URL })
+  await client.connect()
+  return {
+    get: async (seq) => (await client.query(`SELECT body FROM authd_audit WHERE seq = $1`, [seq])).rows[0].body as AuditEvent,
+    put: async (seq, event) =>
+      void (await client.query(
+        `INSERT INTO authd_audit (seq, at, event, user_id, body) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (seq) DO UPDATE SET at = EXCLUDED.at, event = EXCLUDED.event, user_id = EXCLUDED.user_id, body = EXCLUDED.body`,
+        [seq, Date.parse(event.time), event.event, event.userId, JSON.stringify(event)],
+      )),
+    remove: async (seq) => void (await client.query(`DELETE FROM authd_audit WHERE seq = $1`, [seq])),
+    close: () => client.end(),
+  }
+}
+
+/** six events of authctl, put in the store as a command would */
+async function sixEvents(dir: string): Promise<void> {
+  const store = await openTestStore(null, dir)
+  try {
+    for (let i = 1; i <= 6; i++) await store.appendAudit([adminDraft('admin.user.add', { at: Date.now(), userId: `user-${i}`, email: `user${i}@example.com` })])
+  } finally {
+    await store.close()
+  }
+}
+
+t.test('audit verify on a log tampered with in the store itself: the event changed, removed or swapped; intact once put back', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  await sixEvents(dir)
+  const verify = async (): Promise<[number | null, string, string]> => {
+    const r = await ctl(['audit', 'verify'])
+    return [r.code, r.stdout, r.stderr]
+  }
+  t.same(await verify(), [0, 'Audit log intact: 6 events.\n', ''], 'untouched')
+  const broken = (seq: number): [number, string, string] => [1, `Audit log broken at event ${seq}.\n`, `authctl: Event ${seq} of the audit log was changed, removed or moved after it was written.\n`]
+
+  const raw = await rawAudit(dir)
+  t.teardown(() => raw.close())
+  const kept = new Map<number, AuditEvent>()
+  for (let seq = 1; seq <= 6; seq++) kept.set(seq, await raw.get(seq))
+  const restore = async (): Promise<void> => {
+    for (const [seq, e] of kept) await raw.put(seq, e)
+  }
+
+  await raw.put(3, { ...kept.get(3)!, email: 'someone.else@example.com' })
+  t.same(await verify(), broken(3), 'one field of event 3 changed')
+  await restore()
+  await raw.put(5, { ...kept.get(5)!, detail: { note: 'added' } })
+  t.same(await verify(), broken(5), 'a detail added to event 5')
+  await restore()
+  t.same(await verify(), [0, 'Audit log intact: 6 events.\n', ''], 'put back: intact')
+
+  await raw.remove(4)
+  t.same(await verify(), broken(4), 'event 4 removed')
+  await restore()
+  await raw.remove(1)
+  t.same(await verify(), broken(1), 'the first event removed')
+  await restore()
+
+  await raw.put(2, kept.get(5)!)
+  await raw.put(5, kept.get(2)!)
+  t.same(await verify(), broken(2), 'events 2 and 5 swapped')
+  await restore()
+  await raw.put(3, { ...kept.get(4)!, seq: 3 })
+  await raw.put(4, { ...kept.get(3)!, seq: 4 })
+  t.same(await verify(), broken(3), 'the contents of 3 and 4 swapped, their seqs kept')
+  await restore()
+  t.same(await verify(), [0, 'Audit log intact: 6 events.\n', ''], 'put back: intact')
+  const json = await ctl(['audit', 'verify', '--json'])
+  t.same([json.code, json.json()], [0, { ok: true, events: 6 }])
+})
+
+t.test('audit verify after an export edited and imported: the events load as they are, and the break is named', async (t) => {
+  const base = t.testdir()
+  const src = join(base, 'src')
+  mkdirSync(src, { mode: 0o700 })
+  await sixEvents(src)
+  const file = join(base, 'authd.export')
+  t.equal((await ctlFor(src)(['export', file])).code, 0)
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n')
+  const eventAt = (seq: number): number => lines.findIndex((l) => l.startsWith('{"type":"audit",') && (JSON.parse(l) as { event: AuditEvent }).event.seq === seq)
+  const event = (seq: number): AuditEvent => (JSON.parse(lines[eventAt(seq)]!) as { event: AuditEvent }).event
+
+  /** the export with `edit` applied to its lines (the end line counts them again), imported into a new store, verified there */
+  const importEdited = async (name: string, edit: (lines: string[]) => string[]): Promise<[number | null, string]> => {
+    const body = edit(lines.slice(0, -1))
+    const edited = join(base, `${name}.export`)
+    writeFileSync(edited, [...body, JSON.stringify({ type: 'end', records: body.length })].join('\n') + '\n', { mode: 0o600 })
+    const dst = join(base, name)
+    mkdirSync(dst, { mode: 0o700 })
+    const ctl = ctlFor(dst)
+    const imported = await ctl(['import', edited, '--json'])
+    t.equal(imported.code, 0, `${name}: imported (${imported.stderr.trim()})`)
+    const r = await ctl(['audit', 'verify'])
+    return [r.code, r.stdout]
+  }
+  const line = (e: AuditEvent): string => JSON.stringify({ type: 'audit', event: e })
+  const replace = (at: Record<number, AuditEvent | null>) => (ls: string[]) =>
+    ls.flatMap((l, i) => {
+      const seq = Object.keys(at).map(Number).find((s) => eventAt(s) === i)
+      if (seq === undefined) return [l]
+      const e = at[seq]
+      return e === null ? [] : [line(e)]
+    })
+
+  // the import's own admin.import is event 7 (the seqs go on after the highest), chained on
+  t.same(await importEdited('untouched', (ls) => ls), [0, 'Audit log intact: 7 events.\n'])
+  t.same(await importEdited('changed', replace({ 3: { ...event(3), actor: 'authctl:someone-else' } })), [1, 'Audit log broken at event 3.\n'], 'one field of event 3 changed')
+  t.same(await importEdited('removed', replace({ 4: null })), [1, 'Audit log broken at event 4.\n'], 'the line of event 4 removed: a gap at 4')
+  t.same(await importEdited('swapped-contents', replace({ 2: { ...event(5), seq: 2 }, 5: { ...event(2), seq: 5 } })), [1, 'Audit log broken at event 2.\n'], 'the contents of events 2 and 5 swapped, their seqs kept')
+  t.same(await importEdited('swapped-lines', replace({ 2: event(5), 5: event(2) })), [0, 'Audit log intact: 7 events.\n'], 'the lines of events 2 and 5 swapped whole: each event goes under its own seq')
+  t.same(await importEdited('last-removed', replace({ 6: null })), [0, 'Audit log intact: 6 events.\n'], 'the newest event removed: no chain can tell (README: keep the count and the newest event elsewhere)')
 })

@@ -7,7 +7,11 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { call, CookieJar, ON_PG, storeLocation, TEST_BACKEND, type Reply } from '../helpers/app.js'
+import { importStore } from '../../src/cli/commands/transfer.js'
+import type { StoreDeps } from '../../src/cli/deps.js'
+import { writeExportFile } from '../../src/cli/export-file.js'
+import { adminDraft, verifyChain } from '../../src/core/audit.js'
+import { call, CookieJar, ON_PG, openTestStore, storeLocation, TEST_BACKEND, type Reply } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
 import { pgDatabase } from '../helpers/pg.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
@@ -234,4 +238,31 @@ t.test('export and import explain themselves with --help', async (t) => {
   t.equal(i.code, 0)
   t.match(i.stdout, /Usage: authctl import \[options\] <file>/)
   t.match(i.stdout, /empty store/)
+})
+
+t.test('import writes its admin.import in the import’s own write: a store that could take no other write after it still has the event', async (t) => {
+  // in process, on the test's backend: a store whose every write but the import's fails, as if
+  // authctl died the moment the import committed
+  const base = t.testdir()
+  const src = join(base, 'src')
+  mkdirSync(src, { mode: 0o700 })
+  const source = await openTestStore(t, src)
+  await source.createUser({ id: 'u1', email: 'ann@example.com', passwordHash: 'x', createdAt: 1, updatedAt: 1, disabled: false }, [adminDraft('admin.user.add', { at: 1, userId: 'u1', email: 'ann@example.com' })])
+  const file = join(base, 'authd.export')
+  await writeExportFile(file, source.exportRecords())
+  const dst = join(base, 'dst')
+  mkdirSync(dst, { mode: 0o700 })
+  const store = await openTestStore(t, dst)
+  const crashed = (): Promise<never> => Promise.reject(new Error('authctl died after the import'))
+  const dying = new Proxy(store, { get: (s, name) => (name === 'appendAudit' ? crashed : (s as unknown as Record<string | symbol, unknown>)[name]) })
+  const deps = { cwd: base, now: () => Date.UTC(2025, 2, 4), store: dying, close: async () => {} } as unknown as StoreDeps & { close(): Promise<void> }
+  const doc = await importStore(deps, { file }, async () => deps)
+  t.match(doc, { users: 1, sessions: 0, keys: 0 })
+  const events = (await store.auditEvents({ limit: 10 })).reverse()
+  t.same(events.map((e) => [e.seq, e.event]), [
+    [1, 'admin.user.add'],
+    [2, 'admin.import'],
+  ])
+  t.same(events[1]!.detail, { users: 1, sessions: 0, keys: 0 })
+  t.same(await store.auditChain(verifyChain), { ok: true, events: 2 })
 })

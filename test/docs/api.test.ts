@@ -3,11 +3,13 @@
  * error registry, both ways: every client-visible status and message of the registry is in
  * api.md, every endpoint of api.md lists exactly the statuses and messages of its OpenAPI
  * operation (so each registered error is in the OpenAPI responses of the endpoints that give it),
- * and neither document names a status and message the registry lacks.
+ * and neither document names a status and message the registry lacks. And api.md says which
+ * answers record which audit events, pointing to the README for the rest.
  */
 import { readFileSync } from 'node:fs'
 import t, { type Test } from 'tap'
 import YAML from 'yaml'
+import { AUDIT_EVENTS } from '../../src/core/audit-events.js'
 import { errorRegistry } from '../../src/errors.js'
 
 type Obj = Record<string, any>
@@ -64,7 +66,7 @@ t.test('api.md has its sections, each endpoint with its table of statuses', asyn
   t.ok(endpoints.size >= 15, `${endpoints.size} endpoints`)
   for (const [key, rows] of endpoints) t.ok(rows.length > 0, `${key} has a status table`)
   t.ok(anyPath.length > 0, 'the "Any path" table')
-  for (const heading of ['Every response', 'Any path', 'Endpoints', 'Cookies', 'Tokens', 'Rate limits', 'Limits']) t.match(apiMd, new RegExp(`^## ${heading}`, 'm'), heading)
+  for (const heading of ['Every response', 'Any path', 'Endpoints', 'Cookies', 'Tokens', 'Rate limits', 'Audit events', 'Limits']) t.match(apiMd, new RegExp(`^## ${heading}`, 'm'), heading)
 })
 
 t.test('every status and message in api.md is a registered error, and every registered error is in api.md', async (t) => {
@@ -176,4 +178,13 @@ t.test('openapi.yaml names no message the registry lacks, with the status the re
       }
     }
   }
+})
+
+t.test('api.md says where every audit event of the API comes from, and points to the README for the log itself', async (t) => {
+  const section = /^## Audit events\n([\s\S]*?)^## /m.exec(apiMd)?.[1] ?? ''
+  t.match(section, '](../README.md#audit-log)', 'links the README’s audit log section')
+  const named = new Set([...section.matchAll(/`([a-z_]+(?:\.[a-z_]+)*)`/g)].map((m) => m[1]))
+  const api = AUDIT_EVENTS.filter((e) => !e.startsWith('admin.'))
+  t.same(api.filter((e) => !named.has(e)), [], `each of the ${api.length} events an HTTP request causes is named`)
+  t.match(section, '`admin.*`', 'and the admin events are said to be authctl’s')
 })

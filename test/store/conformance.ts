@@ -1,12 +1,14 @@
 /**
  * The Store's behaviour, as every backend must have it: run by lmdb-conformance.test.ts on LMDB
  * and by pg-conformance.test.ts on PostgreSQL. Written to the interface in src/store/store.ts
- * alone (and the core functions that decide refreshes), never to a backend's insides.
+ * alone (and the core functions that decide refreshes and verify the audit chain), never to a
+ * backend's insides.
  *
  * `open()` must give a fresh, empty store each call; the suite closes every store it opens.
  */
 import type { Test } from 'tap'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
+import { verifyChain } from '../../src/core/audit.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import type {
   AuditAnchor,
@@ -68,6 +70,9 @@ const key = (kid: string, state: KeyRecord['state'], activatedAt: number | null,
   retiredAt: null,
   ...extra,
 })
+
+/** the mfaToken populate's second step used */
+const USED_MFA_TOKEN = { id: 'used-mfa-token', expiresAt: T0 + 5 * MIN }
 
 const mfa: MfaRecord = { secret: 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP', enabledAt: T0, lastStep: 100, recoveryCodes: ['rc-hash-1', 'rc-hash-2'] }
 
@@ -743,6 +748,20 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(brokenAt(last.anchor, last.events), undefined, 'and chains to the anchor')
   })
 
+  await t.test('audit: sweepAudit takes a backlog longer than one chunk whole, and stops at the first event to keep', async (t) => {
+    const store = await fresh(t)
+    // events 2501 to 2550 are newer than the cut, those after them older again (a clock stepped
+    // back): only the run before the first newer one goes
+    const at = (n: number): number => (n >= 2550 ? T0 : T0 + n)
+    for (let i = 0; i < 2600; i += 500) await store.appendAudit(Array.from({ length: Math.min(500, 2600 - i) }, (_, j) => draft('login.failure', { at: at(i + j) })))
+    const before = await chainOf(store)
+    t.equal(await store.sweepAudit(T0 + 2500), 2500, 'the 2500 older than the cut, in chunks')
+    const after = await chainOf(store)
+    t.same(after.anchor, { seq: 2500, hash: before.events[2499]!.hash }, 'the last one removed is the anchor')
+    t.same(after.events.map((e) => e.seq), Array.from({ length: 100 }, (_, i) => 2501 + i))
+    t.equal(brokenAt(after.anchor, after.events), undefined)
+  })
+
   await t.test('audit: auditChain reads the anchor and every page in one snapshot: sweeps during the walk are not in it', async (t) => {
     const store = await fresh(t)
     // more than two pages of either backend
@@ -784,6 +803,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     await store.rotateKey(key('k2', 'next', T0 + 10 * MIN), T0 + MIN)
     await store.ensureDeviceKey(() => 'the-device-key')
     await store.ensureMfaKey(() => 'the-mfa-key')
+    // a second step's mfaToken, used: it may not be used again, here or after an import
+    await store.finishMfaStep(USED_MFA_TOKEN, 'u1', T0, (u) => ({ action: 'use', user: u!, result: null }))
     await store.addLimitClear({ email: 'ann@example.com' }, T0)
     await store.appendAudit([draft('login.success', { at: T0 + 3000, userId: 'u1', sessionId: 's1', email: 'ann@example.com' })])
     return { live, replaced, first }
@@ -792,8 +813,20 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
   const exportOf = async (store: Store): Promise<ExportRecord[]> => (await collect(store.exportRecords())).map(asJson)
   const withoutMeta = (records: ExportRecord[]): ExportRecord[] => records.filter((r) => r.type !== 'meta')
   const sortKey = (r: ExportRecord): string =>
-    r.type === 'user' ? r.user.id : r.type === 'session' ? r.session.id : r.type === 'key' ? r.key.kid : r.type === 'secret' ? r.name : r.type === 'audit' ? String(r.event.seq).padStart(12, '0') : ''
-  const order = ['meta', 'user', 'session', 'key', 'secret', 'audit_anchor', 'audit']
+    r.type === 'user'
+      ? r.user.id
+      : r.type === 'session'
+        ? r.session.id
+        : r.type === 'key'
+          ? r.key.kid
+          : r.type === 'secret'
+            ? r.name
+            : r.type === 'mfa_used'
+              ? `${r.expiresAt} ${r.id}`
+              : r.type === 'audit'
+                ? String(r.event.seq).padStart(12, '0')
+                : ''
+  const order = ['meta', 'user', 'session', 'key', 'secret', 'mfa_used', 'audit_anchor', 'audit']
   const canonical = (records: ExportRecord[]): ExportRecord[] =>
     [...withoutMeta(records)].sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type) || (sortKey(a) < sortKey(b) ? -1 : sortKey(a) > sortKey(b) ? 1 : 0))
 
@@ -804,7 +837,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const meta = records[0]
     t.equal(meta?.type, 'meta')
     if (meta?.type === 'meta') {
-      t.equal(meta.format, 1)
+      t.equal(meta.format, 2, 'the format with the used mfaTokens')
       t.equal(meta.backend, store.backend)
       t.equal(meta.schema, await store.schemaVersion())
       t.match(meta.exportedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -813,8 +846,9 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.same(types, [...types].sort((a, b) => order.indexOf(a) - order.indexOf(b)), 'in that order')
     t.same(
       Object.fromEntries(order.map((o) => [o, types.filter((x) => x === o).length])),
-      { meta: 1, user: 3, session: 2, key: 2, secret: 2, audit_anchor: 1, audit: 4 },
+      { meta: 1, user: 3, session: 2, key: 2, secret: 2, mfa_used: 1, audit_anchor: 1, audit: 4 },
     )
+    t.same(records.find((r) => r.type === 'mfa_used'), { type: 'mfa_used', ...USED_MFA_TOKEN }, 'the used mfaToken')
     t.same(
       records.filter((r) => r.type === 'secret'),
       [
@@ -857,6 +891,14 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(read.records.get('s1')?.user?.mfaEnabled, true)
     t.equal(read.keysVersion, await target.keysVersion())
 
+    // a second step used before the export cannot be used again after the import
+    t.equal(await target.mfaTokenUsed(USED_MFA_TOKEN.id, USED_MFA_TOKEN.expiresAt), true, 'the used mfaToken came along')
+    t.equal(
+      await target.finishMfaStep(USED_MFA_TOKEN, 'u1', T0 + 1000, (u, used) => (used ? { action: 'none', result: 'used' } : { action: 'use', user: u!, result: 'used again' })),
+      'used',
+      'and a second step with it is refused',
+    )
+
     // the secrets came along: nothing new is made
     t.equal(await target.ensureDeviceKey(() => 'made anew'), 'the-device-key')
     t.equal(await target.ensureMfaKey(() => 'made anew'), 'the-mfa-key')
@@ -877,6 +919,60 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(after.events.at(-1)?.seq, last + 1)
     t.equal(brokenAt(after.anchor, after.events), undefined)
     t.equal(after.events.at(-1)!.event, 'admin.import')
+  })
+
+  await t.test('import: the events as they are, each under its seq; the chain breaks where they were changed, removed or swapped, and goes on after the highest seq', async (t) => {
+    const source = await fresh(t)
+    await source.appendAudit(Array.from({ length: 6 }, (_, i) => draft('login.failure', { at: T0 + i, detail: { n: i + 1 } })))
+    const original = await exportOf(source)
+    const events = original.flatMap((r) => (r.type === 'audit' ? [r.event] : []))
+    const edits: Array<[string, (e: AuditEvent[]) => AuditEvent[], number | undefined]> = [
+      ['untouched', (e) => e, undefined],
+      ['event 3 changed', (e) => e.map((x) => (x.seq === 3 ? { ...x, detail: { n: 33 } } : x)), 3],
+      ['event 4 removed', (e) => e.filter((x) => x.seq !== 4), 4],
+      ['the last event removed: the chain cannot tell', (e) => e.filter((x) => x.seq !== 6), undefined],
+      ['the contents of events 2 and 5 swapped, each under the other’s seq', (e) => e.map((x) => (x.seq === 2 ? { ...e[4]!, seq: 2 } : x.seq === 5 ? { ...e[1]!, seq: 5 } : x)), 2],
+      ['events 2 and 5 swapped whole (lines moved): each goes under its own seq', (e) => e.map((x) => (x.seq === 2 ? e[4]! : x.seq === 5 ? e[1]! : x)), undefined],
+    ]
+    for (const [name, edit, broken] of edits) {
+      const records = original.filter((r) => r.type !== 'audit')
+      const edited = edit(events.map((e) => asJson(e)))
+      const target = await fresh(t)
+      await target.importRecords(fromArray([...records, ...edited.map((event): ExportRecord => ({ type: 'audit', event }))]))
+      const chain = await chainOf(target)
+      t.same(chain.events.map((e) => e.seq), edited.map((e) => e.seq).sort((a, b) => a - b), `${name}: each kept under its seq`)
+      // as `authctl audit verify` finds it
+      t.same(await target.auditChain(verifyChain), broken === undefined ? { ok: true, events: edited.length } : { ok: false, brokenAt: broken }, `${name}: ${broken === undefined ? 'verifies' : `breaks at ${broken}`}`)
+      const highest = Math.max(...edited.map((e) => e.seq))
+      await target.appendAudit([draft('admin.import')])
+      const after = await chainOf(target)
+      t.equal(after.events.at(-1)?.seq, highest + 1, `${name}: the next event is ${highest + 1}`)
+      t.equal(after.events.at(-1)?.hash, chainHash(after.events.find((e) => e.seq === highest)!.hash, after.events.at(-1)!), `${name}: chained to the highest`)
+    }
+  })
+
+  await t.test('import: its own event made of the counts, appended after the imported log in the same write; none when refused', async (t) => {
+    const source = await fresh(t)
+    await populate(source)
+    const records = await exportOf(source)
+    const imported = await chainOf(source)
+    const target = await fresh(t)
+    let made = 0
+    const audit = (counts: { users: number; sessions: number; keys: number }): AuditDraft[] => (made++, [draft('admin.import', { actor: 'authctl:root', detail: { ...counts } })])
+    t.same(await target.importRecords(fromArray(records), audit), { users: 3, sessions: 2, keys: 2 })
+    t.equal(made, 1)
+    const chain = await chainOf(target)
+    t.same(chain.events.slice(0, -1), imported.events, 'the imported log as it was')
+    const last = chain.events.at(-1)!
+    t.match(last, { seq: imported.events.at(-1)!.seq + 1, event: 'admin.import', actor: 'authctl:root', detail: { users: 3, sessions: 2, keys: 2 } })
+    t.equal(brokenAt(chain.anchor, chain.events), undefined, 'chained on from the last imported event')
+
+    // refused: neither the import nor its event
+    await t.rejects(target.importRecords(fromArray(records), audit), { code: 'NOT_EMPTY' })
+    const other = await fresh(t)
+    await t.rejects(other.importRecords(fromArray([...records, { type: 'group' } as unknown as ExportRecord]), audit), { code: 'BAD_EXPORT' })
+    t.same((await chainOf(other)).events, [], 'no event in a store whose import was refused')
+    t.equal(made, 1, 'nor was it made')
   })
 
   await t.test('import: a store without users, whatever a first start left in it, takes the export whole', async (t) => {
@@ -918,7 +1014,8 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     const bad: Array<[string, unknown[], number]> = [
       ['an empty export', [], 1],
       ['a user before the meta record', [u1, meta], 1],
-      ['an unknown format', [{ ...meta, format: 2 }, u1], 1],
+      ['an unknown format', [{ ...meta, format: 3 }, u1], 1],
+      ['a used mfaToken without its expiry', [meta, u1, { type: 'mfa_used', id: 'm1' }], 3],
       ['a user without an email', [meta, u1, { type: 'user', user: { ...user('u2', 'x'), email: undefined } }], 3],
       ['a user whose createdAt is text', [meta, u1, u2, { type: 'user', user: { ...user('u3', 'c@example.com'), createdAt: 'yesterday' } }], 4],
       ['a second user with one email', [meta, u1, { type: 'user', user: user('u2', 'ann@example.com') }], 3],
@@ -930,7 +1027,7 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
       ['an unknown secret', [meta, u1, { type: 'secret', name: 'other', value: 'v' }], 3],
       ['an unknown record type', [meta, u1, u2, { type: 'group', group: {} }], 4],
       ['not an object', [meta, 'user'], 2],
-      ['an audit event out of sequence', [meta, u1, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }, { type: 'audit', event: event(3, e1.hash) }], 5],
+      ['a second audit event of one seq', [meta, u1, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }, { type: 'audit', event: { ...e1, actor: 'x' } }], 5],
       ['an audit event without its hash', [meta, { type: 'audit', event: { ...e1, hash: undefined } }], 2],
       ['an anchor after the events', [meta, { type: 'audit', event: e1 }, { type: 'audit_anchor', anchor: GENESIS }], 3],
     ]

@@ -41,14 +41,31 @@ t.test('a good export comes back whole, in order, with the genesis as anchor whe
     sessions: [s1.session, s2.session],
     keys: [key('k1')],
     secrets: { device_key: 'dk', mfa_key: 'mk' },
+    mfaUsed: [],
     anchor: GENESIS,
     events: [e1, e2],
+    head: { seq: 2, hash: e2.hash },
   })
   const bare = await read([meta])
-  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, anchor: GENESIS, events: [] }, 'the meta record alone is an empty store')
+  t.same(bare, { meta, users: [], sessions: [], keys: [], secrets: {}, mfaUsed: [], anchor: GENESIS, events: [], head: GENESIS }, 'the meta record alone is an empty store')
+  const used = await read([{ ...meta, format: 2 }, u1, { type: 'mfa_used', id: 'm1', expiresAt: T0 + 300_000 }, { type: 'mfa_used', id: 'm2', expiresAt: T0 + 300_000 }])
+  t.same(used.mfaUsed, [{ id: 'm1', expiresAt: T0 + 300_000 }, { id: 'm2', expiresAt: T0 + 300_000 }], 'format 2: the used mfaTokens')
+  t.equal(set.meta.format, 1, 'format 1, an export of before them, is read as ever')
   const anchored = await read([{ ...meta, backend: 'postgres' }, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }, { type: 'audit', event: { ...event(41, e2.hash) } }])
   t.same(anchored.anchor, { seq: 40, hash: e2.hash })
   t.same(anchored.events.map((e) => e.seq), [41], 'numbered on from the anchor')
+  t.same((await read([meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }])).head, { seq: 40, hash: e2.hash }, 'no event: the log goes on from the anchor')
+})
+
+t.test('the events are taken as they are: out of order, with gaps, changed, or before the anchor; the log goes on after the highest seq', async (t) => {
+  const e3 = event(3, e2.hash)
+  const e5 = event(5, event(4, e3.hash).hash)
+  const changed = { ...e2, email: 'someone@example.com' }
+  const set = await read([meta, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e5 }, { type: 'audit', event: e1 }, { type: 'audit', event: changed }, { type: 'audit', event: e3 }])
+  t.same(set.events, [e5, e1, changed, e3], 'in the file’s order, each as it was: whether they chain is for audit verify to say')
+  t.same(set.head, { seq: 5, hash: e5.hash }, 'the highest seq, wherever it stood')
+  const below = await read([meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e2.hash } }, { type: 'audit', event: e1 }])
+  t.same([below.events.map((e) => e.seq), below.head], [[1], { seq: 40, hash: e2.hash }], 'an event the anchor says was removed is taken; the log goes on from the anchor')
 })
 
 t.test('a session may come before its user, and a user with its second factor or a pending setup is taken', async (t) => {
@@ -67,7 +84,10 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['an array', [meta, [u1]], 2, 'not a record (an object with a "type")'],
   ['a record whose type is no string', [meta, { type: 1 }], 2, 'not a record (an object with a "type")'],
   ['a second meta record', [meta, u1, meta], 3, 'a second meta record'],
-  ['another format', [{ ...meta, format: 2 }], 1, 'an export format this authd does not know (2)'],
+  ['another format', [{ ...meta, format: 3 }], 1, 'an export format this authd does not know (3)'],
+  ['a used mfaToken without its id', [meta, { type: 'mfa_used', expiresAt: T0 }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken whose expiresAt is text', [meta, { type: 'mfa_used', id: 'm1', expiresAt: 'soon' }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken twice', [meta, { type: 'mfa_used', id: 'm1', expiresAt: T0 }, { type: 'mfa_used', id: 'm1', expiresAt: T0 }], 3, 'the used mfaToken m1 a second time'],
   ['a format as text', [{ ...meta, format: '1' }], 1, 'an export format this authd does not know ("1")'],
   ['an unknown backend', [{ ...meta, backend: 'mysql' }], 1, 'an unknown backend ("mysql")'],
   ['a meta record without its schema', [{ ...meta, schema: undefined }], 1, 'a meta record without its schema or exportedAt'],
@@ -128,9 +148,11 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['an event whose time is no date', [meta, { type: 'audit', event: { ...e1, time: '2025-13-04T09:00:00.000Z' } }], 2, 'an audit event whose time is missing or invalid'],
   ['an event whose detail is an array', [meta, { type: 'audit', event: { ...e1, detail: [] } }], 2, 'an audit event whose detail is missing or invalid'],
   ['an event whose userId is a number', [meta, { type: 'audit', event: { ...e1, userId: 7 } }], 2, 'an audit event whose userId is missing or invalid'],
-  ['an event out of sequence', [meta, { type: 'audit', event: e1 }, { type: 'audit', event: event(3, e1.hash) }], 3, 'the audit event 3 where 2 comes next (the seqs go on without gaps)'],
-  ['a first event not right after the genesis', [meta, { type: 'audit', event: e2 }], 2, 'the audit event 2 where 1 comes next (the seqs go on without gaps)'],
-  ['a first event not right after the anchor', [meta, { type: 'audit_anchor', anchor: { seq: 40, hash: e1.hash } }, { type: 'audit', event: e1 }], 3, 'the audit event 1 where 41 comes next (the seqs go on without gaps)'],
+  ['a second event of one seq', [meta, { type: 'audit', event: e1 }, { type: 'audit', event: e2 }, { type: 'audit', event: { ...e1, email: 'x@example.com' } }], 4, 'a second audit event with the seq 1'],
+  ['an event whose seq is not a whole number', [meta, { type: 'audit', event: { ...e1, seq: 1.5 } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event whose seq is text', [meta, { type: 'audit', event: { ...e1, seq: '1' } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event of seq 0', [meta, { type: 'audit', event: { ...e1, seq: 0 } }], 2, 'an audit event whose seq is missing or invalid'],
+  ['an event without its seq', [meta, { type: 'audit', event: { ...e1, seq: undefined } }], 2, 'an audit event whose seq is missing or invalid'],
 ]
 
 t.test('each malformed record is refused with BAD_EXPORT naming its line and why', async (t) => {
@@ -166,7 +188,7 @@ t.test('a refusal at the very end of a full export leaves the store as empty as 
   const good = [meta, ...users, ...sessions, { type: 'key', key: key('k1') }, { type: 'secret', name: 'device_key', value: 'theirs' }, { type: 'audit', event: e1 }]
   const lastLine = good.length + 1
   for (const [last, why] of [
-    [{ type: 'audit', event: event(3, e1.hash) }, 'the audit event 3 where 2 comes next (the seqs go on without gaps)'],
+    [{ type: 'audit', event: { ...e1, hash: 'f'.repeat(64) } }, 'a second audit event with the seq 1'],
     [{ type: 'session', session: session('s-late', 'u-gone') }, 'a session of the user u-gone, who is not in the export'],
   ] as const) {
     await t.rejects(store.importRecords(from([...good, last])), { code: 'BAD_EXPORT', message: `line ${lastLine} of the export: ${why}` })

@@ -140,8 +140,17 @@ t.test('a PostgreSQL store larger than a page exported and imported into LMDB, w
     await Promise.all(Array.from({ length: Math.min(100, 1201 - i) }, (_, j) => source.createUser(user(`u${String(i + j).padStart(5, '0')}`))))
   }
   await source.appendAudit(Array.from({ length: 1001 }, (_, i) => draft('login.failure', T0 + i, { detail: { n: i } })))
+  // 1001 second steps' mfaTokens, used (one per user, some expiring at the same moment)
+  for (let i = 0; i < 1001; i += 100) {
+    await Promise.all(
+      Array.from({ length: Math.min(100, 1001 - i) }, (_, j) =>
+        source.finishMfaStep({ id: `m${i + j}`, expiresAt: T0 + 5 * MIN + ((i + j) % 7) }, `u${String(i + j).padStart(5, '0')}`, T0, (u) => ({ action: 'use', user: u!, result: null })),
+      ),
+    )
+  }
   const records = await exported(source)
   t.equal(records.filter((r) => r.type === 'user').length, 1201)
+  t.equal(records.filter((r) => r.type === 'mfa_used').length, 1001, 'every used mfaToken, read in pages')
   t.equal(records.filter((r) => r.type === 'audit').length, 1001)
   t.same(
     records.filter((r) => r.type === 'user').map((r) => (r.type === 'user' ? r.user.id : '')),
@@ -152,6 +161,7 @@ t.test('a PostgreSQL store larger than a page exported and imported into LMDB, w
   const target = await lmdbStore(t, 'lmdb')
   t.same(await target.importRecords(source.exportRecords()), { users: 1201, sessions: 0, keys: 0 })
   t.same(await exported(target), records, 'LMDB exports what PostgreSQL did')
+  t.equal(await target.mfaTokenUsed('m1000', T0 + 5 * MIN + (1000 % 7)), true)
   const chain = await source.auditChain((_, events) => collect(events))
   t.same(
     chain.map((e) => e.seq),

@@ -8,6 +8,7 @@ import { AppError, isAppError } from '../../errors.js'
 import type { BaseDeps, StoreDeps } from '../deps.js'
 import { readExportFile, writeExportFile } from '../export-file.js'
 import type { View } from '../output.js'
+import type { ImportCounts } from '../../store/store.js'
 
 export interface ExportDoc {
   /** absolute path of the file written */
@@ -53,7 +54,8 @@ export interface ImportDoc {
 /**
  * Reads `file` once through to check it is a whole export (every line a record, the end line
  * last) before the store is opened, so a file that is none creates nothing; then loads it, all
- * or nothing, into the store `open` gives (which must have no users), and records `admin.import`.
+ * or nothing, into the store `open` gives (which must have no users), with `admin.import` in the
+ * same write.
  */
 export async function importStore(
   base: BaseDeps,
@@ -70,9 +72,10 @@ export async function importStore(
   }
   const deps = await open()
   try {
-    let counts: { users: number; sessions: number; keys: number }
+    let counts: ImportCounts
     try {
-      counts = await deps.store.importRecords(readExportFile(file))
+      // its admin.import in the import's own write: a crash never leaves the one without the other
+      counts = await deps.store.importRecords(readExportFile(file), (loaded) => [adminDraft('admin.import', { at: deps.now(), detail: { ...loaded } })])
     } catch (err) {
       const code = isAppError(err) ? err.code : undefined
       if (code === 'EXPORT_FILE_INVALID') throw refuse(`${(err as Error).message} (it changed while being read)`)
@@ -80,7 +83,6 @@ export async function importStore(
       if (code === 'BAD_EXPORT') throw refuse((err as Error).message)
       throw fileError(err, file) ?? err
     }
-    await deps.store.appendAudit([adminDraft('admin.import', { at: deps.now(), detail: { ...counts } })])
     return { file, store: deps.store.location, ...counts }
   } finally {
     await deps.close()

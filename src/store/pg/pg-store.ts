@@ -35,7 +35,7 @@ import {
 } from '../store.js'
 import type { RateLimiter } from '../rate-limit.js'
 import { AppError } from '../../errors.js'
-import { canonicalJson, sealEvent } from '../audit-chain.js'
+import { appendAuditTx, auditArgs } from './audit-append.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
 import { createPgRateLimiter } from './limiter.js'
 import { migratePg, PG_SCHEMA_VERSION, schemaVersionOf } from './schema.js'
@@ -59,6 +59,8 @@ const EVICT_PER_WRITE = 256
 const LIMIT_CLEARS_KEPT = 64
 /** audit events per page of auditChain */
 const CHAIN_PAGE = 500
+/** audit events removed per transaction by sweepAudit (as on LMDB) */
+const AUDIT_SWEEP_CHUNK = 1024
 /** the advisory lock class of a user's sessions (the second key is a hash of the user id) */
 const USER_LOCK = 0x61757469
 /** the advisory lock class of the making of a secret (device_key, mfa_key) */
@@ -160,40 +162,6 @@ const entryOf = (r: EntryRow): SessionEntry => ({
 })
 
 // ---- pieces of write transactions ----
-
-/**
- * authd_audit_append's arguments for `audit` (store/pg/schema.ts): each event's canonical JSON
- * (audit-chain.ts) in the pieces before and after its seq's digits, and its stored body (as
- * JSON.stringify(sealEvent(…)) writes it) after the seq and before the hash. The database puts in
- * the seq and the hashes, under the head's lock: one statement for the whole append.
- */
-export function auditArgs(audit: Audit): unknown[] {
-  const heads: string[] = []
-  const tails: string[] = []
-  const mids: string[] = []
-  for (const draft of audit) {
-    const sealed = sealEvent(draft, 0, '')
-    const { seq: _seq, hash: _hash, ...rest } = sealed
-    // canonicalJson of the body: keys sorted by code unit; seq is top level, so what sorts before it is the head
-    const parts = Object.keys(rest)
-      .filter((k) => (rest as Record<string, unknown>)[k] !== undefined)
-      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-      .map((k) => [k, `${JSON.stringify(k)}:${canonicalJson((rest as Record<string, unknown>)[k])}`] as const)
-    const before = parts.filter(([k]) => k < 'seq').map(([, p]) => p)
-    const after = parts.filter(([k]) => k > 'seq').map(([, p]) => p)
-    heads.push(`{${before.map((p) => `${p},`).join('')}"seq":`)
-    tails.push(`${after.map((p) => `,${p}`).join('')}}`)
-    const body = JSON.stringify(rest)
-    mids.push(body === '{}' ? '' : `,${body.slice(1, -1)}`)
-  }
-  return [audit.map((d) => d.at), audit.map((d) => d.event), audit.map((d) => d.userId), heads, tails, mids]
-}
-
-/** appends `audit` to the log (one statement): seq and chain hash from the head row, locked until the commit */
-export async function appendAuditTx(sql: Sql, audit: Audit): Promise<void> {
-  if (audit.length === 0) return
-  await sql.query(`SELECT authd_audit_append($1, $2, $3, $4, $5, $6)`, auditArgs(audit))
-}
 
 /** adds `by` to the tally of each password hash's parameter set, in one order (no deadlocks) */
 async function tallyTx(sql: Sql, changes: Array<[encoded: string, by: 1 | -1]>): Promise<void> {
@@ -736,8 +704,9 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
         const [head] = await conn.query<{ anchor_seq: number; anchor_hash: string }>(`SELECT anchor_seq, anchor_hash FROM authd_audit_head`)
         const anchor: AuditAnchor = { seq: head!.anchor_seq, hash: head!.anchor_hash }
+        // every kept event, by seq: an imported one the anchor should have removed shows as a break
         async function* events(): AsyncGenerator<AuditEvent> {
-          let last = anchor.seq
+          let last = 0
           for (;;) {
             const page = (await conn.query<{ body: AuditEvent }>(`SELECT body FROM authd_audit WHERE seq > $1 ORDER BY seq LIMIT $2`, [last, CHAIN_PAGE])).map((r) => r.body)
             yield* page
@@ -756,19 +725,30 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
         conn.release(failed)
       }
     },
-    sweepAudit: (before) =>
-      db.tx(async (sql) => {
-        const [head] = await sql.query<{ seq: number; anchor_seq: number }>(`SELECT seq, anchor_seq FROM authd_audit_head FOR UPDATE`)
-        // only a prefix of the log goes (what remains must still chain): up to the first event
-        // at or after `before`, whatever the times of those after it
-        const keep = await sql.query<{ seq: number }>(`SELECT seq FROM authd_audit WHERE at >= $1 ORDER BY seq LIMIT 1`, [before])
-        const cut = keep[0]?.seq ?? head!.seq + 1
-        if (cut - 1 <= head!.anchor_seq) return 0
-        const [last] = await sql.query<{ hash: string }>(`SELECT body->>'hash' AS hash FROM authd_audit WHERE seq = $1`, [cut - 1])
-        const [{ n }] = await sql.query<{ n: number }>(`WITH gone AS (DELETE FROM authd_audit WHERE seq < $1 RETURNING 1) SELECT count(*)::integer AS n FROM gone`, [cut])
-        await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [cut - 1, last!.hash])
-        return n!
-      }),
+    async sweepAudit(before) {
+      let total = 0
+      for (;;) {
+        // a chunk per transaction, as on LMDB: the head's lock, which every append takes, is held
+        // for one chunk at a time, never for the whole backlog
+        const removed = await db.tx(async (sql) => {
+          await sql.query(`SELECT seq FROM authd_audit_head FOR UPDATE`)
+          // the oldest events, and of them only a run older than `before`: what remains must
+          // still chain, whatever the times of those after the first that stays
+          const oldest = await sql.query<{ seq: number; at: number }>(`SELECT seq, at FROM authd_audit ORDER BY seq LIMIT $1`, [AUDIT_SWEEP_CHUNK])
+          let n = 0
+          while (n < oldest.length && oldest[n]!.at < before) n++
+          if (n === 0) return 0
+          // the last event removed is the anchor
+          const last = oldest[n - 1]!.seq
+          const [{ hash }] = await sql.query<{ hash: string }>(`SELECT body->>'hash' AS hash FROM authd_audit WHERE seq = $1`, [last])
+          await sql.query(`DELETE FROM authd_audit WHERE seq <= $1`, [last])
+          await sql.query(`UPDATE authd_audit_head SET anchor_seq = $1, anchor_hash = $2`, [last, hash])
+          return n
+        })
+        total += removed
+        if (removed < AUDIT_SWEEP_CHUNK) return total
+      }
+    },
 
     // ---- meta ----
     schemaVersion: () => schemaVersionOf(db),
@@ -776,7 +756,7 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       await db.query(`SELECT 1`)
     },
     exportRecords: () => exportPg(db, PG_SCHEMA_VERSION),
-    importRecords: (records) => importPg(db, records),
+    importRecords: (records, audit) => importPg(db, records, audit),
     // a commit is acknowledged once durable (synchronous_commit)
     flushed: async () => {},
     backup: async () => {

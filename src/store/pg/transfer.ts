@@ -5,7 +5,8 @@
  */
 import { AppError } from '../../errors.js'
 import { earlierTokenHashes, readImport } from '../import-records.js'
-import { hashParamsKey, settleKeys, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { EXPORT_FORMAT, hashParamsKey, settleKeys, type Audit, type AuditEvent, type ExportRecord, type ImportCounts, type KeyRecord, type SessionRecord, type UserRecord } from '../store.js'
+import { appendAuditTx } from './audit-append.js'
 import type { Db, Sql } from './db.js'
 
 /** rows per statement, both ways */
@@ -13,7 +14,8 @@ const BATCH = 500
 
 /**
  * Every record, read in one snapshot (a repeatable-read transaction on a connection of its
- * own), page by page: meta, users, sessions, keys, secrets, the audit anchor, the events.
+ * own), page by page: meta, users, sessions, keys, secrets, the used mfaTokens, the audit
+ * anchor, the events.
  */
 export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRecord> {
   const conn = await db.lease()
@@ -21,7 +23,7 @@ export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRe
   let done = false
   try {
     await conn.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY')
-    yield { type: 'meta', format: 1, schema, backend: 'postgres', exportedAt: new Date().toISOString() }
+    yield { type: 'meta', format: EXPORT_FORMAT, schema, backend: 'postgres', exportedAt: new Date().toISOString() }
     for await (const record of pages<{ record: UserRecord }>(conn, 'authd_users', 'id', 'record')) yield { type: 'user', user: record.record }
     for await (const record of pages<{ record: SessionRecord }>(conn, 'authd_sessions', 'id', 'record')) yield { type: 'session', session: record.record }
     for await (const record of pages<{ record: KeyRecord }>(conn, 'authd_keys', 'kid', 'record')) yield { type: 'key', key: record.record }
@@ -29,6 +31,14 @@ export async function* exportPg(db: Db, schema: number): AsyncGenerator<ExportRe
       `SELECT name, value FROM authd_meta WHERE name IN ('device_key', 'mfa_key') ORDER BY name`,
     )
     for (const s of secrets) yield { type: 'secret', name: s.name, value: s.value }
+    // the used mfaTokens: one used just before the export is not used again after the import
+    let used = await conn.query<{ expires_at: number; id: string }>(`SELECT expires_at, id FROM authd_mfa_used ORDER BY expires_at, id LIMIT ${BATCH}`)
+    for (;;) {
+      for (const u of used) yield { type: 'mfa_used', id: u.id, expiresAt: u.expires_at }
+      if (used.length < BATCH) break
+      const last = used[used.length - 1]!
+      used = await conn.query(`SELECT expires_at, id FROM authd_mfa_used WHERE (expires_at, id) > ($1, $2) ORDER BY expires_at, id LIMIT ${BATCH}`, [last.expires_at, last.id])
+    }
     const [head] = await conn.query<{ anchor_seq: number; anchor_hash: string }>(`SELECT anchor_seq, anchor_hash FROM authd_audit_head`)
     yield { type: 'audit_anchor', anchor: { seq: head!.anchor_seq, hash: head!.anchor_hash } }
     for await (const row of pages<{ body: AuditEvent }>(conn, 'authd_audit', 'seq', 'body')) yield { type: 'audit', event: row.body }
@@ -88,7 +98,7 @@ function* slices<T>(rows: readonly T[]): Generator<T[]> {
  * export's, so the keys, sessions and audit log are the export's alone, and what was issued under
  * the exported store keeps working.
  */
-export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Promise<{ users: number; sessions: number; keys: number }> {
+export async function importPg(db: Db, records: AsyncIterable<ExportRecord>, audit?: (counts: ImportCounts) => Audit): Promise<ImportCounts> {
   const notEmpty = (): AppError => new AppError('NOT_EMPTY', { params: { store: 'the database' } })
   // refused before the export is read, and again inside the transaction (a user added meanwhile)
   if ((await db.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
@@ -148,18 +158,25 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>): Pr
     for (const [name, value] of Object.entries(set.secrets)) {
       await conn.query(`INSERT INTO authd_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value`, [name, value])
     }
+    for (const batch of slices(set.mfaUsed)) {
+      await conn.query(`INSERT INTO authd_mfa_used (expires_at, id) SELECT * FROM unnest($1::bigint[], $2::text[])`, [batch.map((u) => u.expiresAt), batch.map((u) => u.id)])
+    }
 
-    // the events as they are: their hashes are the export's, checked by `authctl audit verify`
+    // the events as they are, each under its seq: whether they chain (their hashes are the
+    // export's, their seqs in order and without gaps) is for `authctl audit verify` to say
     for (const batch of slices(set.events)) {
       await conn.query(
         `INSERT INTO authd_audit (seq, at, event, user_id, body) SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::json[])`,
         [batch.map((e) => e.seq), batch.map((e) => Date.parse(e.time)), batch.map((e) => e.event), batch.map((e) => e.userId), batch.map((e) => JSON.stringify(e))],
       )
     }
-    const head = set.events.at(-1) ?? set.anchor
-    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [head.seq, head.hash, set.anchor.seq, set.anchor.hash])
+    // the seqs go on after the highest
+    await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [set.head.seq, set.head.hash, set.anchor.seq, set.anchor.hash])
+    const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+    // the import's own event, in its transaction (the head is locked since the start)
+    await appendAuditTx(conn, audit?.(counts) ?? [])
     await conn.query('COMMIT')
-    return { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+    return counts
   } catch (err) {
     failed = err
     throw err
