@@ -108,7 +108,7 @@ const INVENTORY: Array<{ id: string; first: string; run: Runner }> = [
   { id: 'Deploy on a VM #4', first: 'sudo apt-get install -y caddy', run: { by: ['test/deploy/proxy.test.ts'], why: 'a proxy as root: the Caddyfile checked against config/auth.toml' } },
   { id: 'Deploy on a VM #5', first: 'sudo apt-get install -y nginx', run: { by: ['test/deploy/proxy.test.ts'], why: 'a proxy as root: nginx.conf checked (nginx -t where installed)' } },
   { id: 'Deploy on a VM #6', first: 'sudo -u authd authctl --config /etc/authd/auth.toml user add admin@example.com', run: { by: [DEPLOY], why: 'these two lines, as the authd user would run them, through a relay to the socket' } },
-  { id: 'Deploy on a VM #7', first: 'journalctl -u authd -f', run: { by: [DEPLOY, 'test/deploy/observability.test.ts'], why: 'the journal is systemd\'s; the backup line is run' } },
+  { id: 'Deploy on a VM #7', first: 'journalctl -u authd -f', run: { by: [DEPLOY, 'test/deploy/observability.test.ts'], why: 'the journal is systemd\'s; the metrics are served on the socket' } },
   { id: 'Several instances on PostgreSQL #1', first: 'sudo -u postgres createuser --pwprompt authd', run: { toml: true, by: ['test/helpers/pg.ts'], why: 'createuser/createdb need a PostgreSQL server as root; the tests make their databases as pg.ts does' } },
   { id: 'Development #1', first: 'npm ci              # install and build (dist/)', run: { by: ['.ci/run'], why: 'the suite itself: .ci/run runs npm ci, npm test and npm run test:slow' } },
 ]
