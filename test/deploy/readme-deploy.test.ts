@@ -15,7 +15,8 @@ import t, { type Test } from 'tap'
 import { request as httpRequest } from 'node:http'
 import { AUTHCTL_BIN, AUTHD_BIN, ROOT } from '../helpers/app.js'
 import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
-import { configFile, readUnit, readVmConfig, value } from './files.js'
+import { writeSudo } from '../helpers/readme.js'
+import { configFile, installed, readUnit, readVmConfig, value } from './files.js'
 
 const run = promisify(execFile)
 const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
@@ -115,6 +116,14 @@ t.test(`backups are described in one place, "Back up and restore", and go to ${B
   t.notMatch(durability, /authctl (backup|sessions revoke --all)/, 'and gives no backup steps or advice of its own')
 })
 
+t.test("Operate: journalctl -u authd reads the journal of the unit step 3 installs (systemd's: not run here)", async (t) => {
+  // the journal is systemd's: a container has none, so the line is held to the files it depends on
+  t.equal(lineWith(/^journalctl /), 'journalctl -u authd -f')
+  t.match(lineWith(/config\/authd\.service"/), / \/etc\/systemd\/system\/authd\.service$/, 'the unit is authd.service')
+  // authd logs to standard output only (JSON lines: the daemon below)
+  for (const key of ['StandardOutput', 'StandardError']) t.equal(value(unit, 'Service', key), undefined, `no ${key}=: what authd writes goes to the journal`)
+})
+
 t.test('authd, run as the unit runs it, serves the first user and the smoke test', async (t) => {
   const dir = t.testdir()
   const data = join(dir, 'data')
@@ -132,12 +141,25 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
   t.notMatch(authd.output(), /"port":/, 'and no TCP port')
   t.equal(lstatSync(socket).mode & 0o777, 0o660, 'the socket opens for the user and group only')
 
-  // step 3: readyz, as the README shows it
+  // step 3's readyz and "Operate"'s metrics: the README's curl lines as written, on this socket
+  // (sudo: the tests' stand-in, test/helpers/readme.ts)
   const readyz = lineWith(/\/readyz/)
   t.equal(readyz, `sudo curl -s --unix-socket ${vmSocket} http://localhost/readyz`)
+  const metricsLine = lineWith(/\/metrics$/)
+  t.equal(metricsLine, `sudo curl -s --unix-socket ${vmSocket} http://localhost/metrics`)
   const expected = /\/readyz\s+#\s*(\{.*\})/.exec(lines.find((l) => l.includes('/readyz'))!)![1]!
-  const ready = await overSocket(socket, 'GET', '/readyz')
-  t.same(JSON.parse(ready.text), JSON.parse(expected), 'answers what the README says')
+  if (installed('curl')) {
+    const sbin = writeSudo(join(dir, 'sbin'))
+    const asWritten = async (line: string): Promise<string> =>
+      (await run('bash', ['-euo', 'pipefail', '-c', line.replaceAll(vmSocket, socket)], { env: { ...process.env, PATH: `${sbin}:${process.env.PATH}` }, timeout: 30_000 })).stdout
+    t.same(JSON.parse(await asWritten(readyz)), JSON.parse(expected), 'readyz answers what the README says')
+    const metrics = await asWritten(metricsLine)
+    t.match(metrics, /^# TYPE authd_login_total counter$/m, 'the metrics, in Prometheus text')
+    t.match(metrics, /^authd_http_request_duration_seconds_count\{route="\/readyz",method="GET",status="200"\} 1$/m, 'with the readyz just asked')
+  } else {
+    t.comment('curl is not installed (.ci/run installs it): readyz asked without it')
+    t.same(JSON.parse((await overSocket(socket, 'GET', '/readyz')).text), JSON.parse(expected), 'readyz answers what the README says')
+  }
 
   // step 5: the README's authctl lines, as the authd user would run them (password on stdin)
   const authctl = async (readmeLine: string, extra: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> => {
