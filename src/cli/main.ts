@@ -15,7 +15,7 @@ import type { View } from './output.js'
 import { version } from '../version.js'
 import { auditEventsHelp } from '../core/audit-events.js'
 import { isAppError } from '../errors.js'
-import { exitCodeOf } from './exit-codes.js'
+import { exitCodeOf } from '../exit-codes.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
