@@ -163,7 +163,7 @@ export async function main(io: CliIo): Promise<number> {
   const keys = program.command('keys').description('list, rotate or revoke the token signing keys')
   keys
     .command('list')
-    .description('kid, algorithm, state (next, active, retiring, retired), created/activated/retiring/retired times; a next key\'s activated time is when it starts signing')
+    .description('kid, algorithm, state (next, active, retiring, retired), and when it was created, signs from (for a next key, a time to come), was retiring and retired')
     .action(withStore(async (d) => {
         const m = await keysCmd()
         return outcome(await m.keysList(d), m.keysListView)
