@@ -61,7 +61,8 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
   // there were too many and refuses the request whole with 431 (app.ts)
   server.maxHeadersCount = MAX_HEADER_LINES + 1
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // malformed HTTP or a timed-out socket: answer 400 (or just close) without a stack
+    // malformed HTTP, headers too large, a request not read in time: the registry's 400, 431 or
+    // 408 without a stack (or just close, when nobody is there to read it)
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
     socket.end(rawAnswer(err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST'))
   })

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import ipaddr from 'ipaddr.js'
-import { clientIpOf as view, parseAddress, type Address, type ClientIp } from '../core/address.js'
+import { clientIpOf, parseAddress, type Address, type ClientIp } from '../core/address.js'
 import { joinedHeader } from './raw-headers.js'
 
 export type { ClientIp } from '../core/address.js'
@@ -76,11 +76,11 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
       end = comma
       if (entry === '') continue
       const addr = parseAddress(entry)
-      if (addr === null) return view(peer)
+      if (addr === null) return clientIpOf(peer)
       client = addr
       if (!trusted(addr)) break
     }
-    return view(client)
+    return clientIpOf(client)
   }
 
   return (remoteAddress, forwardedFor) => {
@@ -89,7 +89,7 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     // every peer is a trusted proxy, so its X-Forwarded-For is believed.
     if (remoteAddress === undefined) {
       if (unixPeer === null) return UNKNOWN_CLIENT
-      return forwardedFor === undefined ? view(unixPeer) : forwarded(unixPeer, forwardedFor)
+      return forwardedFor === undefined ? clientIpOf(unixPeer) : forwarded(unixPeer, forwardedFor)
     }
     // hottest case first: plain IPv4 peer and no proxies — no parsing beyond the check
     if (ranges.length === 0 && ipaddr.IPv4.isValidFourPartDecimal(remoteAddress)) {
@@ -98,7 +98,7 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     const socket = parseAddress(remoteAddress)
     if (socket === null) return UNKNOWN_CLIENT
     // fast path: no proxies configured, or the peer is not one — the header is not even read
-    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
+    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return clientIpOf(socket)
     return forwarded(socket, forwardedFor)
   }
 }
