@@ -7,7 +7,7 @@
  * - codes without one are seen only by people running `authctl` or `authd start` (config, store,
  *   admin and command-line errors): their message is a template whose {params} name what it is
  *   about, or, where the sentence is built from parts (a config error naming key and value), the
- *   message given where it is thrown. authctl's exit code for each is in src/cli/exit-codes.ts.
+ *   message given where it is thrown. authd's and authctl's exit code for each is in src/exit-codes.ts.
  *
  * This module imports nothing: every layer may use it.
  */
@@ -30,6 +30,8 @@ const CLOSE = { connection: 'close' } as const
 
 export const errorRegistry = {
   BAD_REQUEST: { status: 400, message: 'Bad request', headers: CLOSE },
+  /** node's request timeouts (daemon/server.ts): the request was not read whole in time */
+  REQUEST_TIMEOUT: { status: 408, message: 'Request timeout', headers: CLOSE },
   INVALID_JSON: { status: 400, message: 'Invalid JSON body' },
   CREDENTIALS_REQUIRED: { status: 400, message: 'Email and password are required' },
   INVALID_EMAIL: { status: 400, message: 'Invalid email address' },
@@ -96,6 +98,10 @@ export const errorRegistry = {
   BAD_EXPORT: { message: 'line {line} of the export: {why}' },
   /** backup() of a store that has none (PostgreSQL: pg_dump or `authctl export`) */
   NO_BACKUP: { message: 'A PostgreSQL store has no authctl backup: back it up with pg_dump, or write a portable copy of it with authctl export <file>.' },
+
+  // authd start
+  /** the address or socket cannot be listened on; {why} says what to change (daemon/server.ts) */
+  LISTEN_FAILED: { message: 'cannot listen on {where}: {why}' },
 
   // the administrator's operations (core/admin.ts), shared by authctl and its TUI
   USER_NOT_FOUND: { message: 'No user with email or id {ref}.' },

@@ -1,7 +1,7 @@
 /**
  * The one error type and its registry (src/errors.ts): every code has a message, every HTTP code
  * a 4xx/5xx status, and authctl shows an AppError as one sentence with its exit code (the table
- * itself: test/cli/exit-codes.test.ts).
+ * itself: test/exit-codes.test.ts).
  */
 import { join } from 'node:path'
 import t from 'tap'

@@ -1,8 +1,8 @@
 /**
  * Every fenced code block of the README, and what runs it. The blocks are found in the README
- * itself, each named by its nearest heading and its place under it ("Quick start #2"); INVENTORY
- * says what runs each one, and a block that is added, removed or moved fails the first test until
- * INVENTORY names what runs it.
+ * itself, each named by its nearest heading and its place under it ("Quick start #2",
+ * test/helpers/readme.ts); INVENTORY says what runs each one, and a block that is added, removed or
+ * moved fails the first test until INVENTORY names what runs it.
  *
  * The walk runs the blocks a new user runs, in the README's order, as written, as the Quick start
  * sets them up: the first command's `authd start --dev` in a directory whose bin/ is the
@@ -14,67 +14,49 @@
  * for authd and authctl, and `127.0.0.1:8080` read as `127.0.0.1:P`), so the run never collides
  * with anything on the machine.
  *
- * A block written for a VM as root (`sudo -u authd authctl --config /etc/authd/auth.toml …`) runs
- * in the walk with `sudo -u authd ` dropped, /etc/authd/auth.toml read as config/auth.toml and its
- * store.path as the walk's ./data (AUTHD_DATA). Blocks that need systemd, apt, a proxy or a
- * PostgreSQL server as root are run by the deploy tests (test/deploy/) as far as a test can, or
- * by the test named in INVENTORY.
+ * A block written for a VM as root (`sudo -u authd authctl --config /etc/authd/auth.toml …`, a
+ * backup and its restore, the move to PostgreSQL) runs in the walk too, on the walk's store, as
+ * test/helpers/readme.ts runs a VM's lines on a test machine: /etc/authd, /var/lib/authd (the
+ * Quick start's ./data) and /var/backups/authd in the walk's directory, the authd user's part
+ * played by the user running the tests, `sudo` a stand-in that runs the command (as root, as the
+ * tests run) or, for `sudo -u postgres`, runs it as that user. The lines of those blocks that only
+ * systemd can carry out (`sudo systemctl stop|start authd`) are done by the test as the unit does
+ * them, checked against config/authd.service: stop is SIGTERM, start runs the unit's ExecStart;
+ * on the VM authd then listens on its socket behind the proxy, here on 127.0.0.1:P, which is
+ * therefore its public_url. PostgreSQL is a throwaway server of the walk's own
+ * (test/helpers/pg.ts), the libpq variables PGHOST and PGUSER pointing at it. Blocks that need
+ * apt, systemd's journal, certificates or a proxy as root are run by the deploy tests
+ * (test/deploy/) as far as a test can, or by the test named in INVENTORY.
  */
-import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Secret, TOTP } from 'otpauth'
-import t, { type Test } from 'tap'
+import pg from 'pg'
+import t from 'tap'
 import { AUTHD_BIN, ROOT } from './helpers/app.js'
 import { freePort } from './helpers/daemon.js'
-import { installed } from './deploy/files.js'
+import { ownPgServer } from './helpers/pg.js'
+import { findPgBin } from './helpers/pg-server.mjs'
+import { installVmConfig, onTestMachine, readmeBlocks, systemctlLine, testUser, withoutComment, writeSudo, type Block, type VmPlaces } from './helpers/readme.js'
+import { installed, readUnit, value, values } from './deploy/files.js'
 
-const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
 // the walk starts some sixty authctl and curl processes one after the other: on a loaded 2-core
 // machine that takes minutes, more than tap's default per file
 t.setTimeout(600_000)
 
-interface Block {
-  id: string
-  lang: string
-  text: string
-  /** line of the opening fence in README.md */
-  line: number
-}
-
-/** the README's fenced blocks, each named by its nearest heading and its place under it */
-function readmeBlocks(md: string): Block[] {
-  const lines = md.split('\n')
-  const out: Block[] = []
-  const seen = new Map<string, number>()
-  let heading = '(top)'
-  for (let i = 0; i < lines.length; i++) {
-    const h = /^#{1,6} (.+)$/.exec(lines[i]!)
-    if (h !== null) heading = h[1]!.trim()
-    const fence = /^```(\w*)$/.exec(lines[i]!)
-    if (fence === null) continue
-    let end = i + 1
-    while (end < lines.length && lines[end] !== '```') end++
-    const n = (seen.get(heading) ?? 0) + 1
-    seen.set(heading, n)
-    out.push({ id: `${heading} #${n}`, lang: fence[1]!, text: lines.slice(i + 1, end).join('\n'), line: i + 1 })
-    i = end
-  }
-  return out
-}
-
 /** How a block is run */
 type Runner =
-  /** run in the walk below, as written */
-  | { walk: true }
-  /** run in the walk as a VM admin's block (`sudo -u authd` dropped, the VM config read as config/auth.toml) */
-  | { vm: true }
+  /** run in the walk below, as written (`toml`: its comments hold a config, checked below too) */
+  | { walk: true; toml?: true }
+  /** run in the walk as a VM admin's block, on the walk's store (see the header) */
+  | { vm: true; toml?: true }
   /** a terminal screen or printed output, compared in the walk with what the command prints */
   | { output: string }
   /** run by another test, which finds it in the README itself */
   | { by: string[]; why: string }
-  /** TOML in the block's comments, validated by `authd check-config` (below); the shell lines need root */
-  | { toml: true; by: string[]; why: string }
+  /** the suite's own commands: `npm run build` runs below, as written; the rest is .ci/run */
+  | { development: true }
   /** not run by any test yet: reported as a todo, so it shows in every run */
   | { todo: string }
 
@@ -90,9 +72,9 @@ const INVENTORY: Array<{ id: string; first: string; run: Runner }> = [
   { id: 'Second factor (TOTP) #2', first: 'MFA=$(curl -s', run: { walk: true } },
   { id: 'Administer with authctl #1', first: 'sudo -u authd authctl --config /etc/authd/auth.toml user list', run: { vm: true } },
   { id: 'Administer with authctl #2', first: 'authctl user add ann@example.com', run: { walk: true } },
-  { id: 'Back up and restore #1', first: 'sudo install -d -m 0700 -o authd -g authd /var/backups/authd', run: { by: ['test/cli/backup.test.ts', DEPLOY], why: 'root: backup and restore as the README does it, on a temp store' } },
-  { id: 'Back up and restore #2', first: 'sudo systemctl stop authd', run: { by: ['test/cli/backup.test.ts', DEPLOY], why: 'systemd: the restore (data.mdb put back) and a login on it' } },
-  { id: 'Export and import #1', first: '# 1. on the VM: stop authd', run: { toml: true, by: ['test/cli/export-import.test.ts'], why: 'systemd and PostgreSQL: export, import into a new store, tokens keep working' } },
+  { id: 'Back up and restore #1', first: 'sudo install -d -m 0700 -o authd -g authd /var/backups/authd', run: { vm: true } },
+  { id: 'Back up and restore #2', first: 'sudo systemctl stop authd', run: { vm: true } },
+  { id: 'Export and import #1', first: '# 1. on the VM: stop authd', run: { vm: true, toml: true } },
   { id: 'Terminal UI #1', first: 'authctl tui', run: { walk: true } },
   { id: 'Terminal UI #2', first: 'authd · LMDB /tmp/authd/data', run: TUI_SCREENS },
   { id: 'Terminal UI #3', first: 'authd · LMDB /tmp/authd/data', run: TUI_SCREENS },
@@ -104,21 +86,30 @@ const INVENTORY: Array<{ id: string; first: string; run: Runner }> = [
   { id: 'Audit log #3', first: '// node check-audit.mjs authd-export.jsonl', run: { by: ['test/readme-audit.test.ts'], why: 'node: the chain check on exports, intact and tampered' } },
   { id: 'Deploy on a VM #1', first: 'sudo apt-get update', run: { by: [DEPLOY], why: 'apt and npm install -g as root: the package holds what later steps use' } },
   { id: 'Deploy on a VM #2', first: 'sudo useradd --system', run: { by: [DEPLOY], why: 'root: the user and config the unit expects, check-config on config/auth.toml' } },
-  { id: 'Deploy on a VM #3', first: 'sudo install -m 0644 "$(npm root -g)/authd/config/authd.service"', run: { by: [DEPLOY, 'test/deploy/systemd.test.ts'], why: 'systemd: the unit checked, authd run as it runs it, readyz as written' } },
-  { id: 'Deploy on a VM #4', first: 'sudo apt-get install -y caddy', run: { by: ['test/deploy/proxy.test.ts'], why: 'a proxy as root: the Caddyfile checked against config/auth.toml' } },
-  { id: 'Deploy on a VM #5', first: 'sudo apt-get install -y nginx', run: { by: ['test/deploy/proxy.test.ts'], why: 'a proxy as root: nginx.conf checked (nginx -t where installed)' } },
+  { id: 'Deploy on a VM #3', first: 'sudo install -m 0644 "$(npm root -g)/authd/config/authd.service"', run: { by: [DEPLOY, 'test/deploy/systemd.test.ts'], why: 'systemd: the unit checked, authd run as it runs it, the readyz line run as written on its socket' } },
+  { id: 'Deploy on a VM #4', first: 'sudo apt-get install -y caddy', run: { by: [DEPLOY, 'test/deploy/proxy.test.ts'], why: 'the Caddyfile lines run as written in a temp /etc/caddy; caddy validate where installed' } },
+  { id: 'Deploy on a VM #5', first: 'sudo apt-get install -y nginx', run: { by: ['test/deploy/proxy.test.ts'], why: 'the install and link lines run as written in a temp /etc/nginx, nginx -t where installed; apt, usermod, certbot and systemctl checked against the files' } },
   { id: 'Deploy on a VM #6', first: 'sudo -u authd authctl --config /etc/authd/auth.toml user add admin@example.com', run: { by: [DEPLOY], why: 'these two lines, as the authd user would run them, through a relay to the socket' } },
-  { id: 'Deploy on a VM #7', first: 'journalctl -u authd -f', run: { by: [DEPLOY, 'test/deploy/observability.test.ts'], why: 'the journal is systemd\'s; the backup line is run' } },
-  { id: 'Several instances on PostgreSQL #1', first: 'sudo -u postgres createuser --pwprompt authd', run: { toml: true, by: ['test/helpers/pg.ts'], why: 'createuser/createdb need a PostgreSQL server as root; the tests make their databases as pg.ts does' } },
-  { id: 'Development #1', first: 'npm ci              # install and build (dist/)', run: { by: ['.ci/run'], why: 'the suite itself: .ci/run runs npm ci, npm test and npm run test:slow' } },
+  { id: 'Deploy on a VM #7', first: 'journalctl -u authd -f', run: { by: [DEPLOY], why: 'the metrics line runs as written on the socket of authd run as the unit runs it; journalctl needs systemd\'s journal: checked against the unit' } },
+  { id: 'Several instances on PostgreSQL #1', first: 'sudo -u postgres createuser --pwprompt authd', run: { walk: true, toml: true } },
+  { id: 'Development #1', first: 'npm ci              # install and build (dist/)', run: { development: true } },
 ]
 
-const blocks = readmeBlocks(readme)
+const blocks = readmeBlocks()
 const block = (id: string): Block => {
   const b = blocks.find((x) => x.id === id)
   if (b === undefined) throw new Error(`README.md has no block ${id}`)
   return b
 }
+
+/** the TOML in the comment lines of a block (`#   [store]` under "auth.toml …" / "point the config at …") */
+const commentToml = (text: string): string =>
+  text
+    .split('\n')
+    .filter(isTomlComment)
+    .map((l) => l.replace(/^#\s+/, '').replace(/\s+#.*$/, ''))
+    .join('\n')
+const isTomlComment = (l: string): boolean => /^#\s{2,}\S/.test(l)
 
 t.test('every code block of the README is in INVENTORY, which says what runs it', async (t) => {
   t.same(
@@ -139,13 +130,10 @@ t.test('every code block of the README is in INVENTORY, which says what runs it'
 })
 
 t.test('the TOML in the comments of the PostgreSQL blocks is a config authd check-config takes', async (t) => {
-  for (const entry of INVENTORY.filter((e) => 'toml' in e.run)) {
-    // the comment lines indented under "auth.toml …" / "point the config at …": `#   [store]`
-    const toml = block(entry.id)
-      .text.split('\n')
-      .filter((l) => /^#\s{2,}\S/.test(l))
-      .map((l) => l.replace(/^#\s+/, '').replace(/\s+#.*$/, ''))
-      .join('\n')
+  const entries = INVENTORY.filter((e) => 'toml' in e.run && e.run.toml === true)
+  t.same(entries.map((e) => e.id), ['Export and import #1', 'Several instances on PostgreSQL #1'])
+  for (const entry of entries) {
+    const toml = commentToml(block(entry.id).text)
     t.match(toml, /\[store\]\nbackend = "postgres"\nurl = "postgres:\/\/[^"]+"/, `${entry.id}: its TOML`)
     const dir = t.testdir({ 'auth.toml': `${toml}\n` })
     const r = await run(process.execPath, [AUTHD_BIN, 'check-config', '--config', join(dir, 'auth.toml')], { cwd: dir, env: { PATH: process.env.PATH!, HOME: process.env.HOME! } })
@@ -154,26 +142,37 @@ t.test('the TOML in the comments of the PostgreSQL blocks is a config authd chec
   }
 })
 
-t.test('the Development block is what .ci/run and package.json run', async (t) => {
+t.test('Development #1: npm ci, npm test and npm run test:slow are what .ci/run runs (they are the suite itself); npm run build runs here as written', async (t) => {
   const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8')
   const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
-  for (const line of block('Development #1').text.split('\n')) {
-    const cmd = line.replace(/\s+#.*$/, '').trim()
+  const commands = block('Development #1').text.split('\n').map(withoutComment)
+  t.same(commands, ['npm ci', 'npm test', 'npm run test:slow', 'npm run build'])
+  for (const cmd of commands) {
     const script = /^npm (?:run )?(\S+)$/.exec(cmd)?.[1]
     t.ok(script === 'ci' || script! in scripts, `${cmd}: npm has it`)
-    if (cmd !== 'npm run build') t.match(ci, new RegExp(`^(?:npm|.*\\bnpm) ${cmd.slice(4).replace(/ /g, ' ')}\\b`, 'm'), `${cmd}: .ci/run runs it`)
+    if (cmd !== 'npm run build') t.match(ci, new RegExp(`^(?:npm|.*\\bnpm) ${cmd.slice(4)}\\b`, 'm'), `${cmd}: .ci/run runs it`)
   }
+  // npm run build, in a copy of the checkout's sources (building this checkout's dist/ would change
+  // it under the tests running beside this one); node_modules is the checkout's, as after npm ci
+  const copy = t.testdir()
+  for (const f of ['package.json', 'tsconfig.json', 'tsconfig.build.json']) copyFileSync(join(ROOT, f), join(copy, f))
+  cpSync(join(ROOT, 'src'), join(copy, 'src'), { recursive: true })
+  symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
+  const r = await run('bash', ['-c', 'npm run build'], { cwd: copy, env: { PATH: process.env.PATH!, HOME: process.env.HOME! }, timeoutMs: 300_000 })
+  t.equal(r.code, 0, `npm run build runs as written: ${r.stdout}${r.stderr}`)
+  // what bin/authd.js and bin/authctl.js load
+  for (const entry of ['dist/daemon/main.js', 'dist/cli/main.js']) t.ok(existsSync(join(copy, entry)), `it built ${entry}`)
 })
 
 /** One process to its end: exit code and outputs */
-function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string>; input?: string }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string>; input?: string; timeoutMs?: number }): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     p.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
     p.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    const timer = setTimeout(() => p.kill('SIGKILL'), 60_000)
+    const timer = setTimeout(() => p.kill('SIGKILL'), opts.timeoutMs ?? 60_000)
     p.on('error', reject)
     p.on('close', (code) => {
       clearTimeout(timer)
@@ -196,23 +195,47 @@ t.test('the walk: the Quick start, then every block a new user runs, as written'
   mkdirSync(checkout)
   symlinkSync(join(ROOT, 'bin'), join(checkout, 'bin'))
   const port = await freePort()
-  const env: Record<string, string> = { PATH: process.env.PATH!, HOME: home, TERM: 'xterm-256color', LANG: 'C.UTF-8', AUTHD_SERVER_PORT: String(port) }
+  // the machine's PATH, with the stand-in for sudo (test/helpers/readme.ts) first
+  const machinePath = `${writeSudo(join(home, 'sbin'))}:${process.env.PATH!}`
+  const env: Record<string, string> = { PATH: machinePath, HOME: home, TERM: 'xterm-256color', LANG: 'C.UTF-8', AUTHD_SERVER_PORT: String(port) }
   const asWritten = (text: string): string => text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`)
 
-  // Quick start, line 1, without its `npm ci` (done by .ci/run); Ctrl-C at the end
-  const [first, second] = block('Quick start #1').text.split('\n').map((l) => l.replace(/\s+#.*$/, ''))
-  t.match(first, /^npm ci && /)
-  t.equal(second!.trim(), 'npm test', 'the second command is the suite (.ci/run runs it)')
-  const daemon = spawn('bash', ['-c', first!.replace(/^npm ci && /, '')], { cwd: checkout, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-  let log = ''
-  daemon.stdout.on('data', (c: Buffer) => (log += c.toString()))
-  daemon.stderr.on('data', (c: Buffer) => (log += c.toString()))
-  const exited = new Promise<number | null>((resolve) => daemon.once('exit', (code) => resolve(code)))
+  /** a running authd: the Quick start's, or the VM's as its unit runs it */
+  interface Running {
+    proc: ChildProcess
+    exited: Promise<number | null>
+    log(): string
+  }
+  const started: Running[] = []
   t.teardown(() => {
-    if (daemon.exitCode === null && daemon.signalCode === null) process.kill(-daemon.pid!, 'SIGKILL')
+    for (const d of started) if (d.proc.exitCode === null && d.proc.signalCode === null) process.kill(-d.proc.pid!, 'SIGKILL')
   })
-  for (let i = 0; i < 600 && !log.includes('authd listening on') && daemon.exitCode === null; i++) await sleep(50)
-  t.match(log, `authd listening on http://127.0.0.1:${port}`, `authd start --dev serves (${log.slice(0, 2000)})`)
+  /**
+   * `command` in bash, in its own process group (Ctrl-C reaches authd, and bash returns its exit
+   * code), until authd says it listens on P
+   */
+  const startDaemon = async (what: string, command: string, cwd: string, extraEnv: Record<string, string> = {}): Promise<Running> => {
+    const proc = spawn('bash', ['-c', command], { cwd, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    let log = ''
+    proc.stdout!.on('data', (c: Buffer) => (log += c.toString()))
+    proc.stderr!.on('data', (c: Buffer) => (log += c.toString()))
+    const d: Running = { proc, exited: new Promise((resolve) => proc.once('exit', (code) => resolve(code))), log: () => log }
+    started.push(d)
+    for (let i = 0; i < 600 && !log.includes('authd listening on') && proc.exitCode === null; i++) await sleep(50)
+    t.match(log, `authd listening on http://127.0.0.1:${port}`, `${what}: authd serves (${log.slice(0, 2000)})`)
+    return d
+  }
+  const stopDaemon = async (d: Running, signal: NodeJS.Signals): Promise<number | null> => {
+    process.kill(-d.proc.pid!, signal)
+    return d.exited
+  }
+
+  // Quick start, line 1, without its `npm ci` (done by .ci/run); Ctrl-C at the end
+  const [first, second] = block('Quick start #1').text.split('\n').map(withoutComment)
+  t.match(first, /^npm ci && /)
+  t.equal(second, 'npm test', 'the second command is the suite (.ci/run runs it)')
+  const quickStart = first!.replace(/^npm ci && /, '')
+  let daemon = await startDaemon('Quick start #1', quickStart, checkout)
 
   // every block after it, in the README's order, in one terminal: the variables a block sets are kept
   const state = join(home, '.walk-state')
@@ -288,9 +311,61 @@ t.test('the walk: the Quick start, then every block a new user runs, as written'
   t.match(out, /\{"success":true,"data":\{"accessToken":"[\w.-]+","tokenType":"Bearer","expiresIn":\d+,"user":\{"id":"[\w-]+","email":"admin@example\.com"\}/, 'signed in with the second factor')
   t.match(readFileSync(join(checkout, 'jar.txt'), 'utf8'), /\tauthd_rt\t/, 'the refresh cookie is in the jar')
 
-  // a VM admin's line: `sudo -u authd` dropped, the VM's config is config/auth.toml on the walk's store
-  const vm = block('Administer with authctl #1').text.replace(/^sudo -u authd /gm, '').replaceAll('/etc/authd/auth.toml', join(ROOT, 'config', 'auth.toml'))
-  out = await inTerminal('Administer with authctl #1', vm, [], { AUTHD_DATA: join(checkout, 'data') })
+  // ---- a VM admin's blocks, on the walk's store (see the header) ----
+  const places: VmPlaces = { etc: join(home, 'etc', 'authd'), lib: join(checkout, 'data'), backups: join(home, 'var', 'backups', 'authd'), ...testUser() }
+  const vmConfig = installVmConfig(places)
+  // on the VM authd listens on its socket behind the proxy, whose address is public_url; here the
+  // unit's authd listens on 127.0.0.1:P, so that is its public URL (for authctl smoke)
+  const vmEnv = { AUTHD_SERVER_SOCKET: '', AUTHD_SERVER_PUBLIC_URL: `http://127.0.0.1:${port}` }
+  const unit = readUnit()
+  // the unit's command line and environment; /usr/local/bin/authd is npm's global authd: the checkout's here
+  const execStart = value(unit, 'Service', 'ExecStart')!
+  t.match(execStart, /^\/usr\/local\/bin\/authd start --config \/etc\/authd\/auth\.toml$/)
+  const unitCommand = `export PATH="${join(checkout, 'bin')}:$PATH" && exec ${onTestMachine(execStart, places).replace(/^\/usr\/local\/bin\/authd /, 'authd ')}`
+  const unitEnv = Object.fromEntries(values(unit, 'Service', 'Environment').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
+  t.equal(value(unit, 'Service', 'KillSignal'), 'SIGTERM', 'systemctl stop sends SIGTERM')
+  t.equal(onTestMachine(value(unit, 'Service', 'WorkingDirectory')!, places), places.lib, 'it runs in the store\'s directory')
+
+  /** what systemd does for `sudo systemctl stop|start|restart authd` (the unit Deploy step 3 installs as authd.service) */
+  const systemctl = async (id: string, line: string): Promise<void> => {
+    const { action, unit: name } = systemctlLine(line)!
+    t.equal(name, 'authd', `${id}: ${withoutComment(line)} names the unit installed as /etc/systemd/system/authd.service`)
+    if (action !== 'start') t.equal(await stopDaemon(daemon, 'SIGTERM'), 0, `${id}: systemctl ${action}: SIGTERM, and authd exits 0 (Restart=on-failure leaves it stopped)`)
+    if (action !== 'stop') daemon = await startDaemon(`${id}: systemctl ${action} authd`, unitCommand, places.lib, { ...unitEnv, ...vmEnv })
+  }
+
+  /**
+   * A VM block in the walk: its lines as onTestMachine moves them, in the terminal, except the
+   * systemctl lines (systemctl above) and, where a block says to edit the config, its TOML
+   * comment lines (handed to `edit`). Returns what the terminal printed.
+   */
+  const onVm = async (id: string, answers: Answer[] = [], edit?: (toml: string) => void): Promise<string> => {
+    const lines = block(id).text.split('\n')
+    let printed = ''
+    let chunk: string[] = []
+    let part = 0
+    const flush = async (): Promise<void> => {
+      if (chunk.some((l) => withoutComment(l) !== '')) printed += await inTerminal(`${id} (part ${++part})`, asWritten(onTestMachine(chunk.join('\n'), places)), answers, vmEnv)
+      chunk = []
+    }
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!
+      if (systemctlLine(line) !== null) {
+        await flush()
+        await systemctl(id, line)
+      } else if (edit !== undefined && isTomlComment(line)) {
+        await flush()
+        const toml: string[] = []
+        while (i < lines.length && isTomlComment(lines[i]!)) toml.push(lines[i++]!)
+        i--
+        edit(commentToml(toml.join('\n')))
+      } else chunk.push(line)
+    }
+    await flush()
+    return printed
+  }
+
+  out = await onVm('Administer with authctl #1')
   t.match(out, /admin@example\.com/, 'the VM line lists the users of the store')
 
   const PW = { ann: 'ann has a long passphrase', ann2: 'ann has a new long passphrase', smoke: 'the smoke user has a long passphrase' }
@@ -307,6 +382,66 @@ t.test('the walk: the Quick start, then every block a new user runs, as written'
   for (const step of ['login', 'me', 'refresh', 'logout', 'refresh_after_logout']) t.match(out, new RegExp(`ok\\s+\\d+ ${step}\\b`), `smoke step ${step} passed`)
   t.match(out, /authctl: created a new store in .*\/copy\n/, 'import into ./copy says it made the store')
   t.match(out, /Imported .*\/authd\.export into .*\/copy: 3 users, /, 'admin, ann and the smoke user (bob was removed)')
+
+  // the blocks of "Back up and restore" and "Export and import" are run on the VM: the walk's
+  // daemon becomes the VM's, started as `systemctl enable --now authd` (Deploy step 3) starts it
+  t.equal(await stopDaemon(daemon, 'SIGINT'), 0, 'Ctrl-C stops the Quick start\'s authd with exit 0')
+  daemon = await startDaemon('the VM\'s authd', unitCommand, places.lib, { ...unitEnv, ...vmEnv })
+
+  // Back up and restore #1: the directory, for the authd user only, and a backup into it
+  out = await onVm('Back up and restore #1')
+  t.match(out, /Backed up the store to .*\/var\/backups\/authd\/authd-\d{4}-\d\d-\d\d\.mdb/)
+  t.equal(statSync(places.backups).mode & 0o777, 0o700, 'the backup directory opens for its owner only')
+  const made = readdirSync(places.backups)
+  t.match(made, [/^authd-\d{4}-\d\d-\d\d\.mdb$/], 'one backup, named by the day')
+  t.equal(statSync(join(places.backups, made[0]!)).mode & 0o777, 0o600, 'readable by its owner only')
+  // a change after the backup, which the restore takes back
+  out = await inTerminal('a user added after the backup', `printf '%s\\n' '${PW.ann}' | authctl user add late@example.com --password-stdin`)
+
+  // Back up and restore #2 restores the backup of a day in the past: here that is the one just made
+  const restored = / \/var\/backups\/authd\/(authd-\d{4}-\d\d-\d\d\.mdb) /.exec(block('Back up and restore #2').text)?.[1]
+  t.ok(restored, 'the restore names a backup in /var/backups/authd')
+  copyFileSync(join(places.backups, made[0]!), join(places.backups, restored!))
+  out = await onVm('Back up and restore #2', [[/Password: $/, PW.smoke]])
+  for (const step of ['login', 'me', 'refresh', 'logout', 'refresh_after_logout']) t.match(out, new RegExp(`ok\\s+\\d+ ${step}\\b`), `after the restore, smoke step ${step} passed`)
+  t.equal(statSync(places.lib).mode & 0o777, 0o700, 'the restored data directory opens for its owner only')
+  t.equal(statSync(join(places.lib, 'data.mdb')).mode & 0o777, 0o600)
+  t.ok(existsSync(join(`${places.lib}.before-restore`, 'data.mdb')), 'the store before the restore is kept beside it')
+  out = await inTerminal('the users after the restore', 'authctl user list')
+  t.match(out, /smoke@example\.com/)
+  t.notMatch(out, /late@example\.com/, 'the store is the backup: the user added after it is gone')
+
+  // Export and import #1 moves the store to PostgreSQL: the walk's own throwaway server
+  const pgBin = findPgBin()
+  const pgServer = 'missing' in pgBin ? null : await ownPgServer(t)
+  if (pgServer === null) {
+    const why = `Export and import #1 and Several instances on PostgreSQL #1 did not run: ${'missing' in pgBin ? pgBin.missing : ''}`
+    if (process.env.TEST_REQUIRE_POSTGRES === '1') t.fail(why)
+    else t.comment(why)
+  } else {
+    // step 2's "new, empty database", made as "Several instances on PostgreSQL" makes one (that
+    // block runs below, in its place)
+    const admin = new pg.Client({ connectionString: pgServer.url() })
+    await admin.connect()
+    await admin.query('CREATE DATABASE authd_moved')
+    await admin.end()
+    const asInstalled = readFileSync(vmConfig, 'utf8')
+    out = await onVm('Export and import #1', [[/Password: $/, PW.smoke]], (toml) => {
+      // step 2: the config names the new database; its URL's host is the reader's database server, here the walk's
+      t.match(toml, /^\[store\]\nbackend = "postgres"\nurl = "postgres:\/\/authd@db\.internal:5432\/authd"$/, 'step 2: the config of the new database')
+      const keys = toml.split('\n').slice(1).map((l) => (l.startsWith('url = ') ? `url = "${pgServer.url('authd_moved')}"` : l))
+      writeFileSync(vmConfig, asInstalled.replace(/^\[store\]\n/m, `[store]\n${keys.join('\n')}\n`))
+    })
+    t.match(out, /Exported the store to .*\/var\/backups\/authd\/authd\.export: 3 users, /, 'step 1: the export')
+    t.match(out, /Imported .*\/authd\.export into postgres:\/\/\S+\/authd_moved\?\S+: 3 users, /, 'step 3: the import into the new database')
+    t.match(daemon.log(), /"backend":"postgres"/, 'authd started on PostgreSQL')
+    for (const step of ['login', 'me', 'refresh', 'logout', 'refresh_after_logout']) t.match(out, new RegExp(`ok\\s+\\d+ ${step}\\b`), `on PostgreSQL, smoke step ${step} passed`)
+    // going back is store.backend = "lmdb" again: the config as installed
+    writeFileSync(vmConfig, asInstalled)
+  }
+  // the VM's blocks are done: the walk goes on in the Quick start's terminal, with its daemon
+  t.equal(await stopDaemon(daemon, 'SIGTERM'), 0)
+  daemon = await startDaemon('Quick start #1, again', quickStart, checkout)
 
   // q once the list has been read (a key before Ink listens would be lost)
   out = await inTerminal('Terminal UI #1', block('Terminal UI #1').text, [[/^ {2}3 users$/m, 'q', false]])
@@ -338,9 +473,37 @@ t.test('the walk: the Quick start, then every block a new user runs, as written'
     }
   }
 
+  // Several instances on PostgreSQL #1, as written: the role and the database, made by the
+  // server's postgres user (the libpq variables point at the walk's server); typed: the password twice
+  if (pgServer !== null) {
+    const sock = new URL(pgServer.url()).searchParams.get('host')!
+    const ROLE_PASSWORD = 'the authd role has a long password'
+    const text = block('Several instances on PostgreSQL #1').text
+    out = await inTerminal('Several instances on PostgreSQL #1', text, [
+      [/Enter password for new role: $/, ROLE_PASSWORD],
+      [/Enter it again: $/, ROLE_PASSWORD],
+    ], { PGHOST: sock, PGUSER: 'postgres' })
+    const admin = new pg.Client({ connectionString: pgServer.url() })
+    await admin.connect()
+    t.teardown(() => admin.end())
+    const role = await admin.query('SELECT rolcanlogin AS login, rolsuper AS super, rolpassword IS NOT NULL AS password FROM pg_authid WHERE rolname = $1', ['authd'])
+    t.same(role.rows, [{ login: true, super: false, password: true }], 'a role authd that logs in with a password and is no superuser')
+    const db = await admin.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', ['authd'])
+    t.same(db.rows, [{ owner: 'authd' }], 'a database authd that the role owns')
+    // the config every instance gets, its URL's host the walk's server; the password in PGPASSWORD, as the comment says
+    const instance = join(home, 'instance.toml')
+    writeFileSync(instance, `${commentToml(text).replace('postgres://authd@db.internal:5432/authd', `postgres://authd@localhost/authd?host=${sock}`)}\n`)
+    out = await inTerminal('an instance on the new database', `authctl --config ${instance} user list`, [], { PGPASSWORD: ROLE_PASSWORD })
+    t.match(out, /^No users\.$/m, 'authctl opens the database as the authd role')
+    const inDb = new pg.Client({ connectionString: pgServer.url('authd') })
+    await inDb.connect()
+    const tables = await inDb.query("SELECT count(*)::int AS n FROM pg_tables WHERE tableowner = 'authd' AND tablename LIKE 'authd\\_%'")
+    await inDb.end()
+    t.ok(tables.rows[0].n > 0, `and set it up: ${tables.rows[0].n} tables authd_…, owned by the role`)
+  }
+
   // Ctrl-C: the daemon drains and exits 0 (Quick start)
-  process.kill(-daemon.pid!, 'SIGINT')
-  t.equal(await exited, 0, 'Ctrl-C stops authd with exit 0')
+  t.equal(await stopDaemon(daemon, 'SIGINT'), 0, 'Ctrl-C stops authd with exit 0')
 })
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms))

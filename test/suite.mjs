@@ -1,14 +1,23 @@
 #!/usr/bin/env node
 /**
  * Runs parts of the test suite through tap, one after the other, and ends with one line
- * `N passed, N failed` (their sum; with several parts each also has its own line).
+ * `N passed, N failed` (their sum; with several parts each also has its own line), whatever
+ * happened before it.
  *
- *   node test/suite.mjs fast   the in-process tests (npm test): everything not in SLOW
+ *   node test/suite.mjs fast   the in-process tests: everything not in SLOW
  *   node test/suite.mjs slow   the tests that spawn daemons, authctl, browsers, tmux
  *   node test/suite.mjs pg     the tests of ON_BOTH again, on PostgreSQL (TEST_STORE_BACKEND=postgres,
  *                              test/helpers/app.ts); without the server binaries it is skipped in one
  *                              line, or fails under TEST_REQUIRE_POSTGRES=1 (CI)
- *   node test/suite.mjs slow pg   both (npm run test:slow)
+ *   node test/suite.mjs slow pg   both
+ *
+ * Before the parts, two steps may be named: `build` (tsc -p tsconfig.build.json: dist/, which the
+ * tests that spawn bin/authd and bin/authctl run) and `typecheck` (tsc --noEmit -p .). A step that
+ * fails counts as 1 failed and its output is shown; a failed build runs no part (its tests would
+ * run an old dist/), a failed type check runs them all (they run from the sources).
+ *
+ *   npm test             node test/suite.mjs build typecheck fast
+ *   npm run test:slow    node test/suite.mjs build slow pg
  *
  * A green run prints one character per test file, the coverage summary and the count; a red one
  * also prints each failing assertion with its file, subtest path and diagnostics. The whole TAP
@@ -21,6 +30,7 @@
  */
 import { spawn } from 'node:child_process'
 import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { Parser } from 'tap-parser'
 import { findPgBin, INSTALL_HINT } from './helpers/pg-server.mjs'
 
@@ -46,19 +56,38 @@ export const SLOW = [
  */
 export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts', 'test/core/admin.test.ts']
 
+/** the TypeScript compiler of this checkout, run in the working directory (the project's) */
+const TSC = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url))
+const STEPS = {
+  build: { what: 'the build', args: ['-p', 'tsconfig.build.json'] },
+  typecheck: { what: 'the type check', args: ['--noEmit', '-p', '.'] },
+}
+
 const argv = process.argv.slice(2)
-// the parts named first, in order (`slow pg`: the slow part, then the pg part); then tap's arguments
+// the steps named first, then the parts, in order (`slow pg`: the slow part, then the pg part);
+// then tap's arguments
+const steps = []
+while (argv[0] in STEPS && !steps.includes(argv[0])) steps.push(argv.shift())
 const parts = []
 while (['fast', 'slow', 'pg'].includes(argv[0])) parts.push(argv.shift())
-if (parts.length === 0) {
-  console.error('usage: node test/suite.mjs fast|slow|pg [more parts] [tap arguments]')
+if (steps.length + parts.length === 0) {
+  console.error('usage: node test/suite.mjs [build] [typecheck] fast|slow|pg [more parts] [tap arguments]')
   process.exit(2)
 }
 
 let passed = 0
 let failed = 0
 let status = 0
-for (const part of parts) {
+let built = true
+for (const step of steps) {
+  const ok = await runStep(STEPS[step])
+  if (ok) continue
+  failed++
+  status = 1
+  if (step === 'build') built = false
+}
+if (!built && parts.length > 0) console.log(`the build failed: ${parts.join(', ')} not run (the tests that spawn authd and authctl would run an old dist/).`)
+for (const part of built ? parts : []) {
   if (parts.length > 1) console.log(`${part}:`)
   const r = part === 'pg' && 'missing' in findPgBin() ? noPostgres() : await runPart(part, argv)
   if (parts.length > 1) console.log(`${part}: ${r.pass} passed, ${r.fail} failed`)
@@ -74,6 +103,21 @@ if ('missing' in pgBin && !parts.includes('pg')) {
 }
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(status)
+
+/** runs tsc for a step; its output is shown only when it fails */
+async function runStep({ what, args }) {
+  const tsc = spawn(process.execPath, [TSC, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  tsc.stdout.on('data', (c) => (out += c))
+  tsc.stderr.on('data', (c) => (out += c))
+  const code = await new Promise((resolve) => tsc.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+  if (code === 0) {
+    console.log(`${what}: ok`)
+    return true
+  }
+  console.log(`${what} failed (tsc ${args.join(' ')}, exit ${code}):\n${out.trimEnd()}`)
+  return false
+}
 
 /**
  * The pg part without the server binaries (test/helpers/pg.ts): skipped, in one line, or failed

@@ -15,7 +15,7 @@ import type { View } from './output.js'
 import { version } from '../version.js'
 import { auditEventsHelp } from '../core/audit-events.js'
 import { isAppError } from '../errors.js'
-import { exitCodeOf } from './exit-codes.js'
+import { exitCodeOf } from '../exit-codes.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
 const userCmd = () => import('./commands/user.js')
@@ -163,7 +163,7 @@ export async function main(io: CliIo): Promise<number> {
   const keys = program.command('keys').description('list, rotate or revoke the token signing keys')
   keys
     .command('list')
-    .description('kid, algorithm, state (next, active, retiring, retired), created/activated/retiring/retired times; a next key\'s activated time is when it starts signing')
+    .description('kid, algorithm, state (next, active, retiring, retired), and when it was created, signs from (for a next key, a time to come), was retiring and retired')
     .action(withStore(async (d) => {
         const m = await keysCmd()
         return outcome(await m.keysList(d), m.keysListView)

@@ -114,10 +114,10 @@ export interface AuthService {
    */
   admitLogin(client: ClientContext): { retryAfterS: number } | undefined | Promise<{ retryAfterS: number } | undefined>
   /**
-   * `body` may still be arriving: per_ip counts the request before it is read, so a malformed
-   * body (whose promise rejects with its AppError) is counted like any other attempt.
+   * A login with its body read: charged to login.per_ip first (admitLogin) unless `admitted` says
+   * the caller did that already, as the HTTP layer does before reading the body.
    */
-  login(body: Record<string, unknown> | PromiseLike<Record<string, unknown>>, client: ClientContext, admitted?: boolean): Promise<SignedIn | MfaChallenge>
+  login(body: Record<string, unknown>, client: ClientContext, admitted?: boolean): Promise<SignedIn | MfaChallenge>
   /**
    * The second step of a login with a factor: `{mfaToken, code}` or `{mfaToken, recoveryCode}`
    * (docs/api.md, "Second factor"). Signs in as login does; the session's `amr` says which code.
@@ -468,14 +468,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         if (refused !== undefined) throw new AppError('TOO_MANY_LOGINS', refused)
       }
 
-      let fields: Record<string, unknown>
-      try {
-        fields = await body
-      } catch (err) {
-        events.login('invalid_input')
-        throw err
-      }
-      const input = credentials(fields)
+      const input = credentials(body)
       if (input === null) {
         events.login('invalid_input')
         log.info({ event: 'login', outcome: 'invalid_input', ip: client.ip }, 'login rejected')

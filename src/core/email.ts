@@ -28,7 +28,8 @@ export function canonicalEmail(email: string): string {
   const at = f.lastIndexOf('@')
   if (at < 0) return f
   // a domain ToASCII refuses is kept as it is: such an address cannot be registered, and a
-  // lookup of it simply finds nothing (or the user an older version stored under it)
+  // lookup of it finds nothing, or a user stored under it as it is (the ASCII-domain migration,
+  // store/migrations.ts, leaves such an email unchanged)
   const ascii = asciiDomain(f.slice(at + 1))
   return ascii === '' ? f : f.slice(0, at + 1) + ascii
 }

@@ -4,6 +4,7 @@
  * store; only when it moved does it read the requests and clear those limiter keys.
  */
 import type { LimitClearTarget, Store } from '../store/store.js'
+import { addressKey } from './address.js'
 import { canonicalEmail, mayBeStoredEmail } from './email.js'
 
 /** how often a daemon looks for new requests: well inside the promised second */
@@ -51,12 +52,12 @@ export function watchLimitClears(opts: {
 }
 
 /**
- * What the admin named: an IP address (`ipKey` turns it into the limiter's form) or an email
+ * What the admin named: an IP address (as the limiter keys it: IPv6 as its /64) or an email
  * (canonical); null when it is neither.
  */
-export function parseLimitTarget(text: string, ipKey: (address: string) => string | null): LimitClearTarget | null {
+export function parseLimitTarget(text: string): LimitClearTarget | null {
   const bare = text.trim().replace(/^\[(.*)\]$/, '$1')
-  const key = ipKey(bare)
+  const key = addressKey(bare)
   if (key !== null) return { ipKey: key }
   if (!text.includes('@')) return null
   // the limits are kept under the canonical form of whatever was tried, registrable or not

@@ -13,9 +13,10 @@ import { loadJwt } from '../core/access-tokens.js'
 import type { Handler } from '../http/app.js'
 import { createLogger, flushLogSync } from './logger.js'
 import { createServices } from './services.js'
-import { listen } from './server.js'
+import { listen, listenFailure } from './server.js'
 import { version } from '../version.js'
-import { isAppError, type ErrorCode } from '../errors.js'
+import { isAppError } from '../errors.js'
+import { exitCodeOf } from '../exit-codes.js'
 
 interface Io {
   argv: string[]
@@ -24,13 +25,6 @@ interface Io {
   stdout: (s: string) => void
   stderr: (s: string) => void
 }
-
-/**
- * The codes that stop authd with exit 2, a config error (README, "Configure"): a bad key or value,
- * a file where the data directory should be (--data or store.path names the wrong thing), a store
- * or database written by a newer authd (README, "Upgrade"). Any other error exits 1.
- */
-const CONFIG_ERRORS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['CONFIG_INVALID', 'DATA_DIR_NOT_DIRECTORY', 'SCHEMA_TOO_NEW'])
 
 /** Runs authd; resolves to the exit code (start resolves only once the daemon has stopped). */
 export async function main(io: Io): Promise<number> {
@@ -77,13 +71,13 @@ export async function main(io: Io): Promise<number> {
     return code
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
-    if (isAppError(err) && CONFIG_ERRORS.has(err.code)) {
-      io.stderr(`authd: ${err.message}\n`)
-      return 2
-    }
-    const debug = io.argv.includes('--debug')
+    // the exit code of a deliberate error is the one table's (src/exit-codes.ts, shared with
+    // authctl): 2 for a config error (a bad key or value, a file where the data directory should
+    // be, a store written by a newer authd), whose sentence says what to fix even with --debug
+    const exit = isAppError(err) ? exitCodeOf(err.code) : 1
+    const debug = io.argv.includes('--debug') && exit !== 2
     io.stderr(`authd: ${debug && err instanceof Error ? err.stack : err instanceof Error ? err.message : String(err)}\n`)
-    return 1
+    return exit
   }
 }
 
@@ -99,20 +93,9 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const ownUrl = socket === null && config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)
   const handlerFor = (port: number): Handler =>
     ownUrl ? services.app({ ...config, server: { ...config.server, publicUrl: derivePublicUrl(config.server.host, port) } }) : services.handler
-  const running = await listen(services, at, handlerFor).catch(async (err: NodeJS.ErrnoException) => {
+  const running = await listen(services, at, handlerFor).catch(async (err: unknown) => {
     await services.close()
-    if (socket !== null) {
-      if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${socket}: another process is listening on that socket`)
-      if (err.code === 'ENAMETOOLONG') throw new Error(`cannot listen on ${socket}: a socket path is at most 107 bytes (server.socket)`)
-      if (err.code === 'ENOTSOCK') throw new Error(`cannot listen on ${socket}: the path exists and is not a socket (server.socket)`)
-      if (err.code === 'EACCES' || err.code === 'ENOENT') throw new Error(`cannot listen on ${socket}: ${err.code === 'EACCES' ? 'permission denied' : 'no such directory'} (server.socket)`)
-      throw err
-    }
-    const where = `${config.server.host}:${config.server.port}`
-    if (err.code === 'EADDRINUSE') throw new Error(`cannot listen on ${where}: the address is already in use (set --port or server.port)`)
-    if (err.code === 'EACCES') throw new Error(`cannot listen on ${where}: permission denied (ports below 1024 need privileges)`)
-    if (err.code === 'EADDRNOTAVAIL') throw new Error(`cannot listen on ${where}: no such address on this machine`)
-    throw err
+    throw listenFailure(err, at)
   })
   // the store as people read it: a URL's password is shown as ***
   const store = { backend: services.store.backend, location: services.store.location }

@@ -2,7 +2,7 @@
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
-import { errorRegistry } from '../errors.js'
+import { AppError } from '../errors.js'
 import { MAX_HEADER_LINES, type Handler } from '../http/app.js'
 import { rawAnswer } from '../http/reply.js'
 import type { Services } from './services.js'
@@ -61,11 +61,10 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
   // there were too many and refuses the request whole with 431 (app.ts)
   server.maxHeadersCount = MAX_HEADER_LINES + 1
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // malformed HTTP or a timed-out socket: answer 400 (or just close) without a stack
+    // malformed HTTP, headers too large, a request not read in time: the registry's 400, 431 or
+    // 408 without a stack (or just close, when nobody is there to read it)
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
-    if (err.code === 'HPE_HEADER_OVERFLOW') socket.end(rawAnswer(431, 'Request Header Fields Too Large', errorRegistry.HEADERS_TOO_LARGE.message))
-    else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') socket.end(rawAnswer(408, 'Request Timeout', 'Request timeout'))
-    else socket.end(rawAnswer(400, 'Bad Request', errorRegistry.BAD_REQUEST.message))
+    socket.end(rawAnswer(err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST'))
   })
   if ('socket' in at) {
     // sun_path holds 108 bytes with its NUL: libuv would bind a longer path cut short, elsewhere
@@ -134,6 +133,33 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
       return stopping
     },
   }
+}
+
+/** what to change when the socket cannot be listened on, by errno */
+const SOCKET_FAILURES: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'another process is listening on that socket',
+  ENAMETOOLONG: `a socket path is at most ${MAX_SOCKET_PATH} bytes (server.socket)`,
+  ENOTSOCK: 'the path exists and is not a socket (server.socket)',
+  EACCES: 'permission denied (server.socket)',
+  ENOENT: 'no such directory (server.socket)',
+}
+/** what to change when host and port cannot be listened on, by errno */
+const ADDRESS_FAILURES: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the address is already in use (set --port or server.port)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no such address on this machine',
+}
+
+/**
+ * What `authd start` reports when listen() fails at `at`: for a failure the operator can fix, the
+ * registry's LISTEN_FAILED naming the address (or socket) and what to change; anything else as it is.
+ */
+export function listenFailure(err: unknown, at: ListenAt): unknown {
+  const errno = (err as { code?: unknown } | null)?.code
+  const reasons = 'socket' in at ? SOCKET_FAILURES : ADDRESS_FAILURES
+  if (typeof errno !== 'string' || !Object.hasOwn(reasons, errno)) return err
+  const where = 'socket' in at ? at.socket : `${at.host}:${at.port}`
+  return new AppError('LISTEN_FAILED', { params: { where, why: reasons[errno]! } })
 }
 
 /**

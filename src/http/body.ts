@@ -52,20 +52,6 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<Recor
   })
 }
 
-/**
- * The body as readJsonBody reads it, read only once something awaits it (a login refused by its
- * limit is answered without a use-case ever asking, so its body is never parsed).
- */
-export function lazyJsonBody(req: IncomingMessage, limit: number): PromiseLike<Record<string, unknown>> {
-  let read: Promise<Record<string, unknown>> | undefined
-  return {
-    then(onRead, onFailed) {
-      read ??= readJsonBody(req, limit)
-      return read.then(onRead, onFailed)
-    },
-  }
-}
-
 export function parseJsonObject(bytes: Uint8Array): Record<string, unknown> | null {
   let value: unknown
   try {

@@ -1,15 +1,9 @@
 import type { IncomingMessage } from 'node:http'
 import ipaddr from 'ipaddr.js'
+import { clientIpOf, parseAddress, type Address, type ClientIp } from '../core/address.js'
 import { joinedHeader } from './raw-headers.js'
 
-type Address = ipaddr.IPv4 | ipaddr.IPv6
-
-export interface ClientIp {
-  /** for logs and sessions: IPv4 dotted, IPv6 in RFC 5952 form (IPv4-mapped IPv6 shown as IPv4) */
-  ip: string
-  /** for the rate limiter: IPv4 as is, IPv6 as its /64 (`2001:db8:1:2::/64`), since one host usually holds a whole /64 */
-  key: string
-}
+export type { ClientIp } from '../core/address.js'
 
 export type ClientIpResolver = (
   remoteAddress: string | undefined,
@@ -26,18 +20,6 @@ export const UNKNOWN_CLIENT: ClientIp = Object.freeze({ ip: 'unknown', key: 'unk
  */
 export const UNIX_SOCKET_PEER = '127.0.0.1'
 
-/**
- * Strict parse: IPv4 only in four-part decimal (no `127.1`, hex or octal forms, which are
- * ambiguous and never written by a proxy), IPv6 per RFC 4291; IPv4-mapped IPv6 becomes IPv4 so
- * `::ffff:1.2.3.4` and `1.2.3.4` are one client. No ports, brackets or whitespace.
- */
-function parseAddress(text: string): Address | null {
-  if (ipaddr.IPv4.isValidFourPartDecimal(text)) return ipaddr.IPv4.parse(text)
-  if (!ipaddr.IPv6.isValid(text)) return null
-  const v6 = ipaddr.IPv6.parse(text)
-  return v6.isIPv4MappedAddress() ? v6.toIPv4Address() : v6
-}
-
 function parseRange(cidr: string): [Address, number] {
   const slash = cidr.indexOf('/')
   const addr = parseAddress(slash === -1 ? cidr : cidr.slice(0, slash))
@@ -52,26 +34,6 @@ function parseRange(cidr: string): [Address, number] {
     if (!(bits >= 0 && bits <= maxBits)) throw new Error(`invalid trust_proxy entry: ${cidr}`)
   }
   return [addr, bits]
-}
-
-function view(addr: Address): ClientIp {
-  if (addr.kind() === 'ipv4') {
-    const ip = addr.toString()
-    return { ip, key: ip }
-  }
-  const v6 = addr as ipaddr.IPv6
-  const p = v6.parts
-  const prefix = new ipaddr.IPv6([p[0], p[1], p[2], p[3], 0, 0, 0, 0])
-  return { ip: v6.toString(), key: `${prefix.toString()}/64` }
-}
-
-/**
- * The rate-limiter key of an address as an admin types it (`authctl limits clear 2001:db8::1`):
- * the same form requests from it are counted under, or null when it is not an address.
- */
-export function addressKey(text: string): string | null {
-  const addr = parseAddress(text)
-  return addr === null ? null : view(addr).key
 }
 
 /**
@@ -114,11 +76,11 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
       end = comma
       if (entry === '') continue
       const addr = parseAddress(entry)
-      if (addr === null) return view(peer)
+      if (addr === null) return clientIpOf(peer)
       client = addr
       if (!trusted(addr)) break
     }
-    return view(client)
+    return clientIpOf(client)
   }
 
   return (remoteAddress, forwardedFor) => {
@@ -127,7 +89,7 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     // every peer is a trusted proxy, so its X-Forwarded-For is believed.
     if (remoteAddress === undefined) {
       if (unixPeer === null) return UNKNOWN_CLIENT
-      return forwardedFor === undefined ? view(unixPeer) : forwarded(unixPeer, forwardedFor)
+      return forwardedFor === undefined ? clientIpOf(unixPeer) : forwarded(unixPeer, forwardedFor)
     }
     // hottest case first: plain IPv4 peer and no proxies — no parsing beyond the check
     if (ranges.length === 0 && ipaddr.IPv4.isValidFourPartDecimal(remoteAddress)) {
@@ -136,7 +98,7 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     const socket = parseAddress(remoteAddress)
     if (socket === null) return UNKNOWN_CLIENT
     // fast path: no proxies configured, or the peer is not one — the header is not even read
-    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return view(socket)
+    if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return clientIpOf(socket)
     return forwarded(socket, forwardedFor)
   }
 }

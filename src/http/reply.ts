@@ -5,6 +5,7 @@
  * otherwise, `X-Content-Type-Options: nosniff`, and the request's id. An error's own headers come
  * from its registry entry (src/errors.ts).
  */
+import { STATUS_CODES } from 'node:http'
 import { httpErrors, isAppError, isHttpError, type ErrorEntry, type HttpErrorCode } from '../errors.js'
 import type { RefusalLog } from '../core/refusal-log.js'
 import type { RefreshCookie } from './cookies.js'
@@ -32,26 +33,34 @@ export function baseHeaders(id: string, type: string, length: number, cache: str
   }
 }
 
-/** The headers of an answer without a body (the 204 of a CORS preflight): the base set alone. */
+/**
+ * The headers of an answer without a body (the 204 of a CORS preflight): the base set alone,
+ * baseHeaders' without the body's type and length (a preflight is no hot path: the deletes cost
+ * nothing that matters there).
+ */
 export function bodilessHeaders(id: string): Headers {
-  return {
-    'cache-control': NO_STORE,
-    'x-content-type-options': NOSNIFF,
-    'x-request-id': id,
-  }
+  const headers = baseHeaders(id, '', 0)
+  delete headers['content-type']
+  delete headers['content-length']
+  return headers
 }
 
 /**
- * The whole text of an error answer the daemon writes on a socket itself, for a request node
- * could not read (malformed HTTP, headers too large, a timeout: daemon/server.ts): the base set
- * without a request id (no request was handed over), and the connection closed.
+ * The whole text of the error answer for `code` that the daemon writes on a socket itself, for a
+ * request node could not read (malformed HTTP, headers too large, a timeout: daemon/server.ts):
+ * the registry's status and message, the base set without a request id (no request was handed
+ * over) and the code's own headers; the connection is closed whatever they say.
  */
-export function rawAnswer(status: number, reason: string, message: string): string {
-  const body = JSON.stringify({ success: false, message })
+export function rawAnswer(code: HttpErrorCode): string {
+  const entry: ErrorEntry & { status: number } = httpErrors[code]
+  const body = JSON.stringify({ success: false, message: entry.message })
   const headers = baseHeaders('', JSON_TYPE, Buffer.byteLength(body))
-  let head = `HTTP/1.1 ${status} ${reason}\r\n`
-  for (const k in headers) if (k !== 'x-request-id') head += `${k}: ${String(headers[k])}\r\n`
-  return `${head}connection: close\r\n\r\n${body}`
+  delete headers['x-request-id']
+  if (entry.headers !== undefined) for (const k in entry.headers) headers[k] = entry.headers[k]!
+  headers.connection = 'close'
+  let head = `HTTP/1.1 ${entry.status} ${STATUS_CODES[entry.status]}\r\n`
+  for (const k in headers) head += `${k}: ${String(headers[k])}\r\n`
+  return `${head}\r\n${body}`
 }
 
 export interface HttpLogger {

@@ -5,7 +5,7 @@
 import t from 'tap'
 import { auditLines, auditList, auditListView, auditVerify, auditVerifyFailure, auditVerifyView, parseLimit, parseSince } from '../../src/cli/commands/audit.js'
 import type { StoreDeps } from '../../src/cli/deps.js'
-import { exitCodes } from '../../src/cli/exit-codes.js'
+import { exitCodes } from '../../src/exit-codes.js'
 import { renderView } from '../../src/cli/output.js'
 import { auditEventsHelp, AUDIT_EVENTS } from '../../src/core/audit-events.js'
 import type { CliErrorCode } from '../../src/errors.js'

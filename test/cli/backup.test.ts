@@ -1,8 +1,10 @@
 import t from 'tap'
-import { copyFileSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, lmdbOnly } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
+import { onTestMachine, readmeBlock, systemctlLine, testUser, withoutComment, writeSudo } from '../helpers/readme.js'
 import { ctlFor, PASSWORD } from './run.js'
 
 // the daemon serves a stream of logins from one address during the backup
@@ -11,11 +13,15 @@ const ENV = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '100000/1m' }
 /** authctl backup copies an LMDB store's file; on PostgreSQL it refuses, naming pg_dump (store-backends.test.ts) */
 const LMDB_ONLY = lmdbOnly('authctl backup copies the LMDB file (a PostgreSQL store is backed up with pg_dump)')
 
-t.test('a backup taken while the daemon serves logins restores to a store where those users log in', { skip: LMDB_ONLY }, async (t) => {
+/** the README's restore (Back up and restore #2), and the backup it restores */
+const restore = readmeBlock('Back up and restore #2').text.split('\n')
+const RESTORED = / \/var\/backups\/authd\/(authd-\d{4}-\d\d-\d\d\.mdb) /.exec(restore.join('\n'))?.[1] ?? 'the README names no backup to restore'
+
+t.test('a backup taken while the daemon serves logins restores, as the README does it, to a store where those users log in', { skip: LMDB_ONLY }, async (t) => {
   const base = t.testdir()
   const live = join(base, 'live')
   mkdirSync(live, { mode: 0o700 })
-  const daemon = await spawnDaemon(t, live, { env: ENV })
+  let daemon = await spawnDaemon(t, live, { env: ENV })
   const ctl = ctlFor(live)
   const emails = ['ann@example.com', 'bob@example.com', 'cat@example.com']
   const tokens = new Map<string, string>()
@@ -38,7 +44,8 @@ t.test('a backup taken while the daemon serves logins restores to a store where 
   }
   const loops = [loop(), loop()]
   await new Promise((r) => setTimeout(r, 150))
-  const file = join(base, 'authd-backup.mdb')
+  // named as the backup the README restores
+  const file = join(base, RESTORED)
   const backup = await ctl(['backup', file, '--json'])
   const loginsDuringBackup = logins
   backupDone = true
@@ -55,11 +62,25 @@ t.test('a backup taken while the daemon serves logins restores to a store where 
   // a user made after the backup is not in it
   t.equal((await ctl(['user', 'add', 'late@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
 
-  // restore as the README says: a fresh data directory holding the file as data.mdb, then start
-  const restored = join(base, 'restored')
-  mkdirSync(restored, { mode: 0o700 })
-  copyFileSync(file, join(restored, 'data.mdb'))
-  const second = await spawnDaemon(t, restored, { env: ENV })
+  // restore as the README does it: its lines as written, the VM's /var/lib/authd this daemon's
+  // store and /var/backups/authd this test's directory (test/helpers/readme.ts); systemctl stop and
+  // start: this daemon stopped with SIGTERM, and started again on the same directory
+  const places = { etc: join(base, 'etc'), lib: live, backups: base, ...testUser() }
+  const sudo = writeSudo(join(base, 'sbin'))
+  for (const line of restore) {
+    const systemctl = systemctlLine(line)
+    if (systemctl?.action === 'stop') t.equal(await daemon.stop(), 0, line)
+    else if (systemctl?.action === 'start') daemon = await spawnDaemon(t, live, { env: ENV })
+    // smoke needs the proxy's public_url: the README walk runs it (test/readme-blocks.test.ts)
+    else if (/ smoke /.test(line)) continue
+    else if (withoutComment(line) !== '') {
+      const r = spawnSync('bash', ['-euo', 'pipefail', '-c', onTestMachine(line, places)], { encoding: 'utf8', env: { ...process.env, PATH: `${sudo}:${process.env.PATH}` } })
+      t.equal(r.status, 0, `${line}: ${r.stderr}`)
+    }
+  }
+  const second = daemon
+  t.equal(statSync(join(live, 'data.mdb')).mode & 0o777, 0o600, 'the restored store file')
+  t.ok(existsSync(join(`${live}.before-restore`, 'data.mdb')), 'the store before the restore is kept beside it')
   for (const email of emails) {
     const r = await call(second.url, 'POST', '/api/auth/login', { json: { email, password: PASSWORD } })
     t.equal(r.status, 200, `${email} logs in on the restored store`)
@@ -71,8 +92,10 @@ t.test('a backup taken while the daemon serves logins restores to a store where 
   }
   const late = await call(second.url, 'POST', '/api/auth/login', { json: { email: 'late@example.com', password: PASSWORD } })
   t.equal(late.status, 401, 'the store is the copy at backup time')
-  const users = await ctlFor(restored)(['user', 'list', '--json'])
+  const users = await ctlFor(live)(['user', 'list', '--json'])
   t.same(users.json().users.map((u: { email: string }) => u.email).sort(), emails)
+  const before = await ctlFor(`${live}.before-restore`)(['user', 'list', '--json'])
+  t.same(before.json().users.map((u: { email: string }) => u.email).sort(), [...emails, 'late@example.com'].sort(), 'the store swapped out holds the later user')
 })
 
 t.test('backup refuses to overwrite a file and names a missing directory', { skip: LMDB_ONLY }, async (t) => {

@@ -7,7 +7,7 @@
 import t from 'tap'
 import { PassThrough } from 'node:stream'
 import { createConfirm } from '../../src/cli/confirm.js'
-import { exitCodes } from '../../src/cli/exit-codes.js'
+import { exitCodes } from '../../src/exit-codes.js'
 import type { PasswordIo } from '../../src/cli/password-input.js'
 
 const piped = (text: string | Buffer): PassThrough => {

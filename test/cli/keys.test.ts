@@ -36,7 +36,7 @@ t.test('keys list, rotate and revoke on a store, in table and JSON forms', async
 
   const table = await ctl(['keys', 'list'])
   const rows = table.stdout.trimEnd().split('\n')
-  t.match(rows[0], /^KID +ALG +STATE +CREATED +ACTIVATED +RETIRING +RETIRED$/)
+  t.match(rows[0], /^KID +ALG +STATE +CREATED +SIGNS FROM +RETIRING +RETIRED$/)
   t.match(rows[1], new RegExp(`^${k2kid} +RS256 +active +\\S+Z +\\S+Z +- +-$`))
   t.match(rows[2], new RegExp(`^${k1.kid} +ES256 +retiring +\\S+Z +\\S+Z +\\S+Z +-$`))
 
@@ -93,7 +93,9 @@ t.test('keys rotate publishes a next key that signs tokens.key_lead later; list 
   const listed = (await ctl(['keys', 'list', '--json'])).json().keys
   t.same(listed.map((k: { kid: string; state: string }) => [k.kid, k.state]), [[kid, 'next'], [first.key.kid, 'active']], 'a rotation replaces a key still next')
   const rows = (await ctl(['keys', 'list'])).stdout.trimEnd().split('\n')
-  t.match(rows[1], new RegExp(`^${kid} +ES256 +next +\\S+Z +\\S+Z +- +-$`))
+  t.match(rows[0], /^KID +ALG +STATE +CREATED +SIGNS FROM +RETIRING +RETIRED$/, 'a next key\'s time to come is when it signs from, not an activation')
+  const [, created, signsFrom] = new RegExp(`^${kid} +ES256 +next +(\\S+Z) +(\\S+Z) +- +-$`).exec(rows[1]!) ?? []
+  t.ok(Date.parse(signsFrom!) > Date.parse(created!), `it signs from ${signsFrom}, after it was made (${created})`)
 
   const now = (await ctl(['keys', 'rotate', '--now', '--json'])).json()
   t.match(now, { key: { state: 'active' }, retiring: [{ kid: first.key.kid, state: 'retiring' }] })

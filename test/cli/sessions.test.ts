@@ -4,7 +4,7 @@ import { signIn } from '../helpers/sign-in.js'
 import { ctlFor, PASSWORD } from './run.js'
 import { sessionsRevoke } from '../../src/cli/commands/sessions.js'
 import type { StoreDeps } from '../../src/cli/deps.js'
-import { exitCodes } from '../../src/cli/exit-codes.js'
+import { exitCodes } from '../../src/exit-codes.js'
 
 const client = (ip: string, userAgent: string) => ({ ip, ipKey: ip, userAgent })
 

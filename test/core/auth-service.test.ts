@@ -73,14 +73,12 @@ t.test('login: a wrong password, an unknown email and a disabled user all throw 
   t.same(failures.map((e) => e.detail.reason).sort(), ['bad_password', 'disabled', 'unknown_user'], 'the audit log keeps the reason')
 })
 
-t.test('login: missing or blank fields, and a body that failed to arrive, throw before anything is hashed', async (t) => {
+t.test('login: missing or blank fields throw before anything is hashed', async (t) => {
   const app = await buildApp(t, { env: ROOMY })
   for (const body of [{}, { email: 'ann@example.com' }, { password: PASSWORD }, { email: ' ', password: PASSWORD }, { email: 'ann@example.com', password: '  ' }, { email: 1, password: PASSWORD }]) {
     await t.rejects(app.auth.login(body, client), { code: 'CREDENTIALS_REQUIRED' }, JSON.stringify(body))
   }
-  const failure = Object.assign(new Error('Invalid JSON body'), { code: 'INVALID_JSON' })
-  await t.rejects(app.auth.login(Promise.reject(failure), client), failure, "the body's own error")
-  t.equal(await counted(app, 'authd_login_total', 'outcome', 'invalid_input'), 7)
+  t.equal(await counted(app, 'authd_login_total', 'outcome', 'invalid_input'), 6)
 })
 
 t.test('login: refused by login.per_ip with TOO_MANY_LOGINS and its Retry-After, counted before the body is read', async (t) => {

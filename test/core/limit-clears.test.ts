@@ -7,39 +7,31 @@
  */
 import t, { type Test } from 'tap'
 import { LIMIT_CLEAR_POLL_MS, parseLimitTarget, watchLimitClears } from '../../src/core/limit-clears.js'
-import { addressKey } from '../../src/http/client-ip.js'
 import type { LimitClear, LimitClearTarget } from '../../src/store/store.js'
 
 t.test('parseLimitTarget: an address becomes the key its requests are counted under', async (t) => {
-  t.same(parseLimitTarget('203.0.113.7', addressKey), { ipKey: '203.0.113.7' })
-  t.same(parseLimitTarget('  203.0.113.7\n', addressKey), { ipKey: '203.0.113.7' }, 'trimmed')
-  t.same(parseLimitTarget('::ffff:203.0.113.7', addressKey), { ipKey: '203.0.113.7' }, 'IPv4-mapped IPv6 counts as IPv4')
-  t.same(parseLimitTarget('2001:db8:1:2:3:4:5:6', addressKey), { ipKey: '2001:db8:1:2::/64' }, 'IPv6 per /64')
-  t.same(parseLimitTarget('[2001:DB8:1:2::9]', addressKey), { ipKey: '2001:db8:1:2::/64' }, 'in brackets, as in a URL')
-  t.same(parseLimitTarget('127.0.0.1', addressKey), { ipKey: '127.0.0.1' }, 'the Unix socket’s peer')
+  t.same(parseLimitTarget('203.0.113.7'), { ipKey: '203.0.113.7' })
+  t.same(parseLimitTarget('  203.0.113.7\n'), { ipKey: '203.0.113.7' }, 'trimmed')
+  t.same(parseLimitTarget('::ffff:203.0.113.7'), { ipKey: '203.0.113.7' }, 'IPv4-mapped IPv6 counts as IPv4')
+  t.same(parseLimitTarget('2001:db8:1:2:3:4:5:6'), { ipKey: '2001:db8:1:2::/64' }, 'IPv6 per /64')
+  t.same(parseLimitTarget('[2001:DB8:1:2::9]'), { ipKey: '2001:db8:1:2::/64' }, 'in brackets, as in a URL')
+  t.same(parseLimitTarget('127.0.0.1'), { ipKey: '127.0.0.1' }, 'the Unix socket’s peer')
 })
 
 t.test('parseLimitTarget: an email becomes its canonical form, registrable or not', async (t) => {
-  t.same(parseLimitTarget('ANN@Example.com', addressKey), { email: 'ann@example.com' })
-  t.same(parseLimitTarget('  ann@example.com ', addressKey), { email: 'ann@example.com' })
-  t.same(parseLimitTarget('Ｊoe@bücher.example', addressKey), { email: 'joe@xn--bcher-kva.example' }, 'NFKC, lower case, the domain in ASCII')
+  t.same(parseLimitTarget('ANN@Example.com'), { email: 'ann@example.com' })
+  t.same(parseLimitTarget('  ann@example.com '), { email: 'ann@example.com' })
+  t.same(parseLimitTarget('Ｊoe@bücher.example'), { email: 'joe@xn--bcher-kva.example' }, 'NFKC, lower case, the domain in ASCII')
   // a login with an address no user could register is limited under its canonical form too
-  t.same(parseLimitTarget('a b@example.com', addressKey), { email: 'a b@example.com' })
-  t.same(parseLimitTarget(`${'a'.repeat(242)}@example.com`, addressKey), { email: `${'a'.repeat(242)}@example.com` }, '254 bytes: the longest stored email')
-  t.same(parseLimitTarget(`${'a'.repeat(243)}@example.com`, addressKey), null, 'longer than any stored email')
+  t.same(parseLimitTarget('a b@example.com'), { email: 'a b@example.com' })
+  t.same(parseLimitTarget(`${'a'.repeat(242)}@example.com`), { email: `${'a'.repeat(242)}@example.com` }, '254 bytes: the longest stored email')
+  t.same(parseLimitTarget(`${'a'.repeat(243)}@example.com`), null, 'longer than any stored email')
 })
 
 t.test('parseLimitTarget: neither an address nor an email is null', async (t) => {
   for (const text of ['', '   ', 'ann', 'example.com', '@example.com', 'ann@', '  @  ', '203.0.113', '203.0.113.256', '127.1', '2001:db8::1/64', '203.0.113.7:8080', '[203.0.113.7]x']) {
-    t.equal(parseLimitTarget(text, addressKey), null, JSON.stringify(text))
+    t.equal(parseLimitTarget(text), null, JSON.stringify(text))
   }
-})
-
-t.test('parseLimitTarget: the address is tried first, trimmed and without brackets, before anything is read as an email', async (t) => {
-  const asked: string[] = []
-  const ipKey = (s: string) => (asked.push(s), s === 'x@y' ? 'KEY' : null)
-  t.same(parseLimitTarget(' [x@y] ', ipKey), { ipKey: 'KEY' })
-  t.same(asked, ['x@y'])
 })
 
 /** The watch over a store of `clears`, its interval held here: `tick()` is one timer firing. */

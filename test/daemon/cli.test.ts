@@ -2,29 +2,12 @@
  * The `authd` command as an operator runs it (the built bin/authd.js in a child process):
  * version, check-config, and start refusing a bad config with exit 2 and a message naming the key.
  */
-import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'smol-toml'
 import t from 'tap'
-import { AUTHD_BIN, ROOT } from '../helpers/app.js'
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function authd(args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [AUTHD_BIN, ...args],
-      { cwd: opts.cwd, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...opts.env }, timeout: 20_000 },
-      (err, stdout, stderr) => resolve({ code: err === null ? 0 : typeof err.code === 'number' ? err.code : null, stdout, stderr }),
-    )
-  })
-}
+import { ROOT } from '../helpers/app.js'
+import { runAuthd as authd, type AuthdRun as Run } from '../helpers/daemon.js'
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
 

@@ -10,7 +10,8 @@
 import { connect, type Socket } from 'node:net'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import t from 'tap'
-import { closeStalledSockets, listen, STALLED_SOCKET_MS, type RunningServer } from '../../src/daemon/server.js'
+import { closeStalledSockets, listen, listenFailure, STALLED_SOCKET_MS, type RunningServer } from '../../src/daemon/server.js'
+import { exitCodeOf } from '../../src/exit-codes.js'
 import { createServer } from 'node:http'
 import { MAX_HEADER_LINES } from '../../src/http/app.js'
 import { buildApp, call } from '../helpers/app.js'
@@ -103,6 +104,32 @@ t.test('a port in use is refused with EADDRINUSE', async (t) => {
   t.teardown(() => first.stop(1000))
   await t.rejects(listen(await buildApp(t), '127.0.0.1', first.port), { code: 'EADDRINUSE' })
   t.equal((await call(first.url, 'GET', '/healthz')).status, 200, 'the first keeps serving')
+})
+
+t.test('listenFailure: what authd start says of an address or socket it cannot listen on, a registered error (exit 1); anything else as it is', async (t) => {
+  const errno = (code: string): Error => Object.assign(new Error(`listen ${code}`), { code })
+  const address = { host: '127.0.0.1', port: 80 }
+  const socket = { socket: '/run/authd/authd.sock' }
+  for (const [at, code, message] of [
+    [address, 'EADDRINUSE', 'cannot listen on 127.0.0.1:80: the address is already in use (set --port or server.port)'],
+    [address, 'EACCES', 'cannot listen on 127.0.0.1:80: permission denied (ports below 1024 need privileges)'],
+    [address, 'EADDRNOTAVAIL', 'cannot listen on 127.0.0.1:80: no such address on this machine'],
+    [socket, 'EADDRINUSE', 'cannot listen on /run/authd/authd.sock: another process is listening on that socket'],
+    [socket, 'ENAMETOOLONG', 'cannot listen on /run/authd/authd.sock: a socket path is at most 107 bytes (server.socket)'],
+    [socket, 'ENOTSOCK', 'cannot listen on /run/authd/authd.sock: the path exists and is not a socket (server.socket)'],
+    [socket, 'EACCES', 'cannot listen on /run/authd/authd.sock: permission denied (server.socket)'],
+    [socket, 'ENOENT', 'cannot listen on /run/authd/authd.sock: no such directory (server.socket)'],
+  ] as const) {
+    const e = listenFailure(errno(code), at)
+    t.match(e, { name: 'AppError', code: 'LISTEN_FAILED', message }, `${code} on ${'socket' in at ? 'a socket' : 'host and port'}`)
+    t.equal(exitCodeOf((e as { code: 'LISTEN_FAILED' }).code), 1)
+  }
+  // an errno with no advice (and a name Object has): the error itself, an unexpected one
+  for (const [at, code] of [[address, 'ENOTSOCK'], [address, 'EMFILE'], [socket, 'toString']] as const) {
+    const original = errno(code)
+    t.equal(listenFailure(original, at), original, `${code}: as it is`)
+  }
+  t.equal(listenFailure('no error at all', address), 'no error at all')
 })
 
 t.test('malformed HTTP is answered 400 and headers over 16 KB 431, in the JSON envelope, without a stack', async (t) => {

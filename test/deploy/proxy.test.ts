@@ -2,12 +2,15 @@
  * config/nginx.conf and config/authd.caddy (a snippet a Caddyfile imports): they parse, they
  * send what config/auth.toml expects (authd's Unix socket, the public name, X-Forwarded-For, believed over the socket), they keep
  * /metrics private; `nginx -t` / `caddy validate` run where those are installed (they are not
- * installed for the tests' sake).
+ * installed for the tests' sake). The README's nginx lines (Deploy on a VM, step 4) run as written
+ * where a test can (in a temp /etc/nginx); the Caddy lines run in readme-deploy.test.ts.
  */
 import { spawnSync } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import t from 'tap'
+import { ROOT } from '../helpers/app.js'
+import { readmeBlock, withoutComment, writeSudo } from '../helpers/readme.js'
 import { configFile, installed, parseCaddyfile, parseNginx, readUnit, readVmConfig, value, type CaddyLine, type NginxDirective } from './files.js'
 
 const vm = readVmConfig()
@@ -55,6 +58,40 @@ t.test('nginx.conf: TLS on 443, a redirect on 80, authd behind it with the clien
 
   const metrics = find(tls.block, 'location', '=', '/metrics')[0]
   t.same(find(metrics?.block, 'return').map((d) => d.args), [['404']], '/metrics is not served to the internet')
+})
+
+t.test("the README's nginx lines: the site installed and enabled as written (in a temp /etc/nginx), the rest held to the files", async (t) => {
+  const lines = readmeBlock('Deploy on a VM #5').text.split('\n').map(withoutComment).filter((l) => l !== '')
+  const unit = readUnit()
+  // apt and certbot need a VM (a package manager, DNS pointing here): held to what the files expect
+  t.equal(lines[0], 'sudo apt-get install -y nginx certbot python3-certbot-nginx')
+  t.equal(lines[1], `sudo usermod -aG ${value(unit, 'Service', 'Group')} www-data`, "nginx's user (Debian's www-data) joins authd's group, the socket's")
+  t.equal(value(unit, 'Service', 'RuntimeDirectoryMode'), '0750', "whose directory lets the group in (the socket is 0660)")
+  t.equal(lines[2], `sudo certbot certonly --nginx -d ${publicHost}`, 'a certificate for the public name')
+  const tls = find(parseNginx(nginxText), 'server').find((s) => find(s.block, 'listen', '443', 'ssl').length > 0)!
+  t.same(find(tls.block, 'ssl_certificate').map((d) => d.args), [[`/etc/letsencrypt/live/${publicHost}/fullchain.pem`]], "nginx.conf reads it where certbot puts it")
+  t.same(find(tls.block, 'ssl_certificate_key').map((d) => d.args), [[`/etc/letsencrypt/live/${publicHost}/privkey.pem`]])
+  // install and link: run as written, in a temp /etc/nginx laid out as Debian's nginx package lays it out
+  const dir = t.testdir({ nginx: { 'sites-available': {}, 'sites-enabled': {} } })
+  const etc = join(dir, 'nginx')
+  const placed = lines.filter((l) => /^sudo (install|ln) /.test(l))
+  t.same(placed, [
+    'sudo install -m 0644 "$(npm root -g)/authd/config/nginx.conf" /etc/nginx/sites-available/authd',
+    'sudo ln -s /etc/nginx/sites-available/authd /etc/nginx/sites-enabled/authd',
+  ])
+  const script = placed.map((l) => l.replaceAll('"$(npm root -g)/authd/', `"${ROOT}/`).replaceAll('/etc/nginx/', `${etc}/`)).join('\n')
+  const r = spawnSync('bash', ['-euo', 'pipefail', '-c', script], { encoding: 'utf8', env: { ...process.env, PATH: `${writeSudo(join(dir, 'sbin'))}:${process.env.PATH}` } })
+  t.equal(r.status, 0, r.stderr)
+  const site = join(etc, 'sites-available', 'authd')
+  t.equal(readFileSync(site, 'utf8'), nginxText, 'the site is config/nginx.conf')
+  t.equal(statSync(site).mode & 0o777, 0o644)
+  t.equal(readlinkSync(join(etc, 'sites-enabled', 'authd')), site, 'and enabled')
+  // between the two, the reader puts their name for auth.example.com: the server names and the certificate paths above
+  t.equal(lines[4], 'sudoedit /etc/nginx/sites-available/authd')
+  t.same(find(parseNginx(nginxText), 'server').flatMap((s) => find(s.block, 'server_name').map((d) => d.args)), [[publicHost], [publicHost]])
+  // nginx -t (above, where installed), then a restart, not a reload: the new group applies to a new process
+  t.equal(lines[6], 'sudo nginx -t && sudo systemctl restart nginx')
+  t.equal(lines.length, 7)
 })
 
 t.test('the nginx parser used above refuses broken input', async (t) => {

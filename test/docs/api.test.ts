@@ -17,9 +17,6 @@ type Obj = Record<string, any>
 const apiMd = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8')
 const openapi = YAML.parse(readFileSync(new URL('../../docs/openapi.yaml', import.meta.url), 'utf8')) as Obj
 
-/** Answers the HTTP server itself writes, outside the registry (src/daemon/server.ts's clientError) */
-const SERVER_LEVEL = new Set(['408 Request timeout'])
-
 /** a message as the documents write it: a template's `{min}` is N */
 const asWritten = (message: string): string => message.replace(/\{\w+\}/g, 'N')
 
@@ -75,12 +72,12 @@ t.test('every status and message in api.md is a registered error, and every regi
     if (r.status >= 400) t.ok(r.message !== undefined, `a ${r.status} row names its message`)
     else t.equal(r.message, undefined, `a ${r.status} row names no error message`)
   }
-  t.same([...named].filter((p) => !registry.has(p) && !SERVER_LEVEL.has(p)).sort(), [], 'no table names a message the registry lacks')
+  t.same([...named].filter((p) => !registry.has(p)).sort(), [], 'no table names a message the registry lacks')
   t.same([...registry].filter((p) => !named.has(p)).sort(), [], 'every registered error has its row')
   // prose too: a status followed by a message in backquotes ("answers 401 `Invalid code`")
   const prose = [...apiMd.matchAll(/\b([1-5]\d\d) `([^`]+)`/g)].map((m) => `${m[1]} ${m[2]}`)
   t.ok(prose.length > 10, `${prose.length} statuses with a message in the prose`)
-  t.same(prose.filter((p) => !registry.has(p) && !SERVER_LEVEL.has(p)), [], 'the prose names no message the registry lacks')
+  t.same(prose.filter((p) => !registry.has(p)), [], 'the prose names no message the registry lacks')
 })
 
 // ---------------------------------------------------------------------------------- OpenAPI
@@ -151,7 +148,7 @@ t.test('the answers of any path are the OpenAPI components that say so', async (
 
 t.test('openapi.yaml names no message the registry lacks, with the status the registry gives it', async (t) => {
   const byMessage = new Map<string, number[]>()
-  for (const p of [...registry, ...SERVER_LEVEL]) {
+  for (const p of registry) {
     const [status, ...rest] = p.split(' ')
     const m = rest.join(' ')
     byMessage.set(m, [...(byMessage.get(m) ?? []), Number(status)])

@@ -224,14 +224,15 @@ export type Target = string | Pick<Services, 'handler'>
 
 /**
  * One HTTP request; JSON bodies are sent with the JSON content type. Injected, the request is the
- * one undici sends (no user-agent unless given, the client at 127.0.0.1) and the reply's headers
- * are the ones the socket would carry (bar the connection's keep-alive).
+ * one undici sends (no user-agent unless given, the client at 127.0.0.1 unless `remoteAddress`
+ * says another peer) and the reply's headers are the ones the socket would carry (bar the
+ * connection's keep-alive).
  */
 export async function call(
   target: Target,
   method: string,
   path: string,
-  opts: { json?: unknown; body?: string | Buffer; headers?: Record<string, string> } = {},
+  opts: { json?: unknown; body?: string | Buffer; headers?: Record<string, string>; remoteAddress?: string } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...opts.headers }
   let body: string | Buffer | undefined = opts.body
@@ -243,12 +244,19 @@ export async function call(
   let replyHeaders: Reply['headers']
   let text: string
   if (typeof target === 'string') {
+    if (opts.remoteAddress !== undefined) throw new Error('call: remoteAddress is for injected requests (a real socket has its own peer)')
     const res = await request(target + path, { method: method as 'GET', headers, body })
     status = res.statusCode
     replyHeaders = res.headers
     text = await res.body.text()
   } else {
-    const res = await inject(asFromUndici(target.handler), { method: method as 'GET', url: path, headers: { 'user-agent': undefined, ...headers }, payload: body })
+    const res = await inject(asFromUndici(target.handler), {
+      method: method as 'GET',
+      url: path,
+      headers: { 'user-agent': undefined, ...headers },
+      payload: body,
+      ...(opts.remoteAddress !== undefined && { remoteAddress: opts.remoteAddress }),
+    })
     status = res.statusCode
     replyHeaders = wireHeaders(res)
     text = res.payload

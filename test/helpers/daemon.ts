@@ -1,9 +1,13 @@
 /**
- * The real `authd start` (built dist/, bin/authd.js) as a child process, for every test that
- * spawns it: on port 0 (or a Unix socket), in the data directory `dir`, with only the environment
- * the test gives (and, with TEST_STORE_BACKEND=postgres, the database bound to `dir`: storeEnv in
- * app.ts). It resolves once authd logs "authd listening on <url>", a message both log formats
- * (JSON, and --dev's pretty lines) carry; it is killed with the test if still running.
+ * The real authd (built dist/, bin/authd.js) as a child process, for every test that spawns it,
+ * with only the environment the test gives (PATH and HOME are passed through):
+ *
+ * - spawnDaemon: `authd start` on port 0 (or a Unix socket), in the data directory `dir` (and, with
+ *   TEST_STORE_BACKEND=postgres, the database bound to `dir`: storeEnv in app.ts). It resolves
+ *   once authd logs "authd listening on <url>", a message both log formats (JSON, and --dev's
+ *   pretty lines) carry; it is killed with the test if still running.
+ * - runAuthd: any authd command to its end (version, check-config, a start that must fail), for
+ *   its exit code and outputs.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
@@ -92,6 +96,34 @@ export async function spawnDaemon(t: Test, dir: string, opts: DaemonOptions = {}
       return exited
     },
   }
+}
+
+export interface AuthdRun {
+  /** the exit code; null when killed (it ran past `timeoutMs`) */
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** `authd <args>` in `cwd` to its end, with only `env` (and PATH and HOME); killed after `timeoutMs` */
+export function runAuthd(args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<AuthdRun> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [AUTHD_BIN, ...args], {
+      cwd: opts.cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), opts.timeoutMs ?? 20_000)
+    proc.on('error', reject)
+    proc.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
+  })
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (for programs that take a port, not a socket). */

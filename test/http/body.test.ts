@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http'
 import { PassThrough } from 'node:stream'
 import t, { type Test } from 'tap'
 import { errorRegistry } from '../../src/errors.js'
-import { isJsonContentType, lazyJsonBody, parseJsonObject, readJsonBody } from '../../src/http/body.js'
+import { isJsonContentType, parseJsonObject, readJsonBody } from '../../src/http/body.js'
 
 type Req = IncomingMessage & PassThrough
 
@@ -132,15 +132,3 @@ t.test('a body that fails to arrive (the client goes away) is 400 Invalid JSON b
   await refused(t, read, 'INVALID_JSON')
 })
 
-t.test('lazyJsonBody reads nothing until awaited, then once for every await', async (t) => {
-  const req = request(JSON_HEADERS, ['{"a":1}'])
-  const body = lazyJsonBody(req, 100)
-  t.equal(req.listenerCount('data'), 0, 'not read while nothing awaits it')
-  const first = await body
-  t.same(first, { a: 1 })
-  t.equal(await body, first, 'a second await gets the same object, without a second read')
-
-  const bad = lazyJsonBody(request({ 'content-type': 'text/plain' }, ['{}']), 100)
-  await refused(t, Promise.resolve(bad), 'UNSUPPORTED_MEDIA_TYPE')
-  await refused(t, Promise.resolve(bad), 'UNSUPPORTED_MEDIA_TYPE')
-})

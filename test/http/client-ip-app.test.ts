@@ -2,10 +2,11 @@
  * The client address as the app sees it (README, "Rate limits"), observed from outside: the ip
  * recorded on the session and the rate limiter's per-IP counting. The resolver itself is
  * tested in client-ip.test.ts; this holds the app to using it on every route that counts.
+ * Injected: the socket's peer is light-my-request's remoteAddress (127.0.0.1 unless a test names
+ * another); the Unix socket's peer, which has no address, is test/daemon/unix-socket.test.ts's.
  */
-// On a real socket: the client address under test is the socket's peer address, which an injected request only pretends.
 import t from 'tap'
-import { addUser, call, startServer, type Reply, type TestServer } from '../helpers/app.js'
+import { addUser, buildApp, call, type Reply, type TestApp } from '../helpers/app.js'
 
 const EMAIL = 'ivy@example.com'
 const PASSWORD = 'cobalt-meadow-19'
@@ -15,33 +16,35 @@ function sessionIdOf(reply: Reply): string {
   return JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')).sid as string
 }
 
-async function sessionIp(app: TestServer, xff?: string | string[]): Promise<string> {
-  const headers: Record<string, string> = {}
-  if (xff !== undefined) headers['x-forwarded-for'] = Array.isArray(xff) ? xff.join(', ') : xff
-  const res = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers })
+/** the ip the session of a login records, from the peer `remoteAddress` sending `xff` */
+async function sessionIp(app: TestApp, xff?: string, remoteAddress?: string): Promise<string> {
+  const headers: Record<string, string> = xff === undefined ? {} : { 'x-forwarded-for': xff }
+  const res = await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers, remoteAddress })
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`)
   return (await app.store.getSession(sessionIdOf(res)))!.ip
 }
 
 t.test('from an untrusted peer, X-Forwarded-For changes nothing', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '3/15m' } })
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '3/15m' } })
   await addUser(app, EMAIL, PASSWORD)
   t.equal(await sessionIp(app, '203.0.113.9'), '127.0.0.1', 'the session records the socket address')
   t.equal(await sessionIp(app, '198.51.100.1, 203.0.113.9'), '127.0.0.1')
   t.equal(await sessionIp(app), '127.0.0.1')
   // three requests used the per_ip budget of 127.0.0.1; a spoofed header does not buy a new one
-  const spoofed = await call(app.url, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '192.0.2.77' } })
+  const spoofed = await call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password: PASSWORD }, headers: { 'x-forwarded-for': '192.0.2.77' } })
   t.equal(spoofed.status, 429)
 })
 
 t.test('a proxy outside trust_proxy is not believed either', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_SERVER_TRUST_PROXY: '10.0.0.0/8' } })
+  const app = await buildApp(t, { env: { AUTHD_SERVER_TRUST_PROXY: '10.0.0.0/8' } })
   await addUser(app, EMAIL, PASSWORD)
   t.equal(await sessionIp(app, '203.0.113.9'), '127.0.0.1')
+  t.equal(await sessionIp(app, '203.0.113.9', '192.0.2.10'), '192.0.2.10', 'a peer beside the trusted range is the client itself')
+  t.equal(await sessionIp(app, '203.0.113.9', '10.20.30.40'), '203.0.113.9', 'while a peer inside it is believed')
 })
 
 t.test('from a trusted proxy, the right-most untrusted X-Forwarded-For entry is the client', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32, 10.0.0.0/8' } })
+  const app = await buildApp(t, { env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32, 10.0.0.0/8' } })
   await addUser(app, EMAIL, PASSWORD)
   t.equal(await sessionIp(app, '203.0.113.9'), '203.0.113.9')
   t.equal(await sessionIp(app, '198.51.100.1, 203.0.113.9'), '203.0.113.9', 'entries left of the client were written by the client')
@@ -51,12 +54,13 @@ t.test('from a trusted proxy, the right-most untrusted X-Forwarded-For entry is 
   t.equal(await sessionIp(app, 'not-an-ip, 203.0.113.9'), '203.0.113.9', 'client-written garbage left of the client is never read')
   t.equal(await sessionIp(app, '203.0.113.9, garbage'), '127.0.0.1', 'a proxy-written entry that is not an address: the header is ignored')
   t.equal(await sessionIp(app), '127.0.0.1', 'no header: the proxy itself')
+  t.equal(await sessionIp(app, undefined, '::ffff:10.9.8.7'), '10.9.8.7', 'a peer in IPv4-mapped form is the IPv4 address')
 })
 
 t.test('rate limits follow the client behind a trusted proxy; IPv6 counts per /64', async (t) => {
-  const app = await startServer(t, { env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1', AUTHD_RATE_LIMIT_LOGIN_PER_IP: '2/15m' } })
+  const app = await buildApp(t, { env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1', AUTHD_RATE_LIMIT_LOGIN_PER_IP: '2/15m' } })
   await addUser(app, EMAIL, PASSWORD)
-  const post = (xff: string) => call(app.url, 'POST', '/api/auth/login', { json: {}, headers: { 'x-forwarded-for': xff } })
+  const post = (xff: string) => call(app, 'POST', '/api/auth/login', { json: {}, headers: { 'x-forwarded-for': xff } })
 
   t.equal((await post('203.0.113.9')).status, 400)
   t.equal((await post('::ffff:203.0.113.9')).status, 400, 'the mapped form is the same client…')
@@ -69,18 +73,26 @@ t.test('rate limits follow the client behind a trusted proxy; IPv6 counts per /6
   t.equal((await post('2001:db8:1:3::1')).status, 400, 'the next /64 is another client')
 })
 
+t.test('without a proxy, an IPv6 peer counts per /64 too', async (t) => {
+  const app = await buildApp(t, { env: { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1/15m' } })
+  const post = (remoteAddress: string) => call(app, 'POST', '/api/auth/login', { json: {}, remoteAddress })
+  t.equal((await post('2001:db8:5:6::1')).status, 400)
+  t.equal((await post('2001:db8:5:6::2')).status, 429, 'the same /64')
+  t.equal((await post('2001:db8:5:7::1')).status, 400, 'the next /64')
+})
+
 t.test('refresh and register count the same client address', async (t) => {
-  const app = await startServer(t, {
+  const app = await buildApp(t, {
     env: { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_RATE_LIMIT_REFRESH_PER_IP: '1/5m', AUTHD_RATE_LIMIT_REGISTER_PER_IP: '1/1h' },
   })
   // a well-formed (unknown) token: a refresh without one takes no limiter key
   const cookie = `${app.config.cookie.name}=${'A'.repeat(22)}.${'B'.repeat(43)}`
-  const refresh = (xff: string) => call(app.url, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': xff, cookie } })
+  const refresh = (xff: string) => call(app, 'POST', '/api/auth/refresh', { headers: { 'x-forwarded-for': xff, cookie } })
   t.equal((await refresh('203.0.113.1')).status, 401)
   t.equal((await refresh('203.0.113.1')).status, 429)
   t.equal((await refresh('203.0.113.2')).status, 401)
   const register = (xff: string, email: string) =>
-    call(app.url, 'POST', '/api/auth/register', { json: { email, password: PASSWORD }, headers: { 'x-forwarded-for': xff } })
+    call(app, 'POST', '/api/auth/register', { json: { email, password: PASSWORD }, headers: { 'x-forwarded-for': xff } })
   const first = await register('203.0.113.1', 'one@example.com')
   t.equal(first.status, 201)
   t.equal((await app.store.getSession(sessionIdOf(first)))!.ip, '203.0.113.1', 'the new session records the client')

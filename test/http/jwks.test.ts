@@ -51,6 +51,23 @@ for (const alg of ['ES256', 'RS256'] as const) {
   })
 }
 
+t.test('the JWKS is cached no longer than tokens.key_lead, so a verifier has a rotated-in key before its first token', async (t) => {
+  // the default lead is 5m: the documented max-age of 300
+  for (const [lead, maxAge] of [
+    [undefined, 300],
+    ['10m', 300],
+    ['5m', 300],
+    ['90s', 90],
+    ['1500ms', 1],
+    ['999ms', 0],
+    ['0s', 0],
+  ] as const) {
+    const app = await buildApp(t, { env: lead === undefined ? {} : { AUTHD_TOKENS_KEY_LEAD: lead } })
+    const r = await call(app, 'GET', '/.well-known/jwks.json')
+    t.equal(r.headers['cache-control'], `public, max-age=${maxAge}`, `key_lead ${lead ?? 'default'}: max-age ${maxAge} (whole seconds, rounded down)`)
+  }
+})
+
 t.test('lists a rotated key at once, keeps the old one while its tokens live, and drops a revoked one', async (t) => {
   const app = await buildApp(t)
   await addUser(app, 'ann@example.com', PASSWORD)

@@ -141,6 +141,22 @@ t.test('answers 400 "Email and password are required" for missing, non-string or
   t.equal(app.hasher.runs, runs, 'no hash ran for malformed input')
 })
 
+t.test('a login whose body cannot be read is refused with its own answer, counted as invalid input, and hashes nothing', async (t) => {
+  const app = await buildApp(t, { env: ROOMY })
+  for (const [body, headers, status, message] of [
+    ['{"email":', { 'content-type': 'application/json' }, 400, 'Invalid JSON body'],
+    ['email=ann@example.com', { 'content-type': 'application/x-www-form-urlencoded' }, 415, 'Content-Type must be application/json'],
+    [JSON.stringify({ email: 'ann@example.com', password: 'x'.repeat(20_000) }), { 'content-type': 'application/json' }, 413, 'Request body too large'],
+  ] as const) {
+    const r = await call(app, 'POST', '/api/auth/login', { body, headers })
+    t.equal(r.status, status, message)
+    t.same(r.body, { success: false, message })
+  }
+  const text = (await call(app, 'GET', '/metrics')).text
+  t.match(text, /^authd_login_total\{outcome="invalid_input"\} 3$/m)
+  t.equal(app.hasher.runs, 0, 'no hash ran')
+})
+
 t.test('answers 401 "Invalid email or password" for an unknown email, a wrong password, or a disabled user', async (t) => {
   const app = await buildApp(t, { env: ROOMY })
   await addUser(app, 'ann@example.com', PASSWORD)

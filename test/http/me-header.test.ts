@@ -1,6 +1,7 @@
 /**
- * /me reads its Authorization header from the raw header list (http/app.ts firstHeader), not from
- * req.headers: the name in any case, and of several, the first, as node's req.headers has it.
+ * /me reads its Authorization header from the raw header list (http/raw-headers.ts firstHeader,
+ * called by http/routes/account.ts), not from req.headers: the name in any case, and of several,
+ * the first, as node's req.headers has it.
  */
 // The second test writes raw HTTP over a socket: a client library normalises header names and sends one Authorization.
 import t from 'tap'

@@ -57,20 +57,26 @@ t.test('the base set: no-store unless told, nosniff, the request id; with a body
   t.not(baseHeaders('a', JSON_TYPE, 1), baseHeaders('a', JSON_TYPE, 1), 'a fresh object each time: an answer may add its own headers')
 })
 
-t.test('a raw answer: the base set without a request id, the connection closed, the length right', async (t) => {
-  const text = rawAnswer(431, 'Request Header Fields Too Large', errorRegistry.HEADERS_TOO_LARGE.message)
-  const [head, body] = text.split('\r\n\r\n') as [string, string]
-  const [status, ...lines] = head.split('\r\n')
-  t.equal(status, 'HTTP/1.1 431 Request Header Fields Too Large')
-  const headers = Object.fromEntries(lines.map((l) => l.split(': ') as [string, string]))
-  t.same(headers, {
-    'content-type': 'application/json; charset=utf-8',
-    'cache-control': 'no-store',
-    'x-content-type-options': 'nosniff',
-    'content-length': String(Buffer.byteLength(body)),
-    connection: 'close',
-  })
-  t.same(JSON.parse(body), { success: false, message: 'Request headers too large' })
+t.test('a raw answer: the registry\'s status and message, the base set without a request id, the connection closed, the length right', async (t) => {
+  for (const [code, status] of [
+    ['HEADERS_TOO_LARGE', 'HTTP/1.1 431 Request Header Fields Too Large'],
+    ['REQUEST_TIMEOUT', 'HTTP/1.1 408 Request Timeout'],
+    ['BAD_REQUEST', 'HTTP/1.1 400 Bad Request'],
+  ] as const) {
+    const text = rawAnswer(code)
+    const [head, body] = text.split('\r\n\r\n') as [string, string]
+    const [first, ...lines] = head.split('\r\n')
+    t.equal(first, status, code)
+    const headers = Object.fromEntries(lines.map((l) => l.split(': ') as [string, string]))
+    t.same(headers, {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      'content-length': String(Buffer.byteLength(body)),
+      connection: 'close',
+    })
+    t.same(JSON.parse(body), { success: false, message: errorRegistry[code].message })
+  }
 })
 
 t.test('ok, text and json: the envelope, the base set, extra headers; counted and logged once', async (t) => {

@@ -1,11 +1,10 @@
-import { spawn } from 'node:child_process'
 import { open } from 'lmdb'
 import t from 'tap'
 import { migrate, SCHEMA_VERSION, type Migration, type MigrationTarget } from '../../src/store/migrations.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { KeyRecord, UserRecord } from '../../src/store/store.js'
 import { generateKey } from '../../src/core/keys.js'
-import { AUTHD_BIN } from '../helpers/app.js'
+import { runAuthd } from '../helpers/daemon.js'
 
 // The store's on-disk layout, written here with lmdb directly (as an older authd would have left
 // it) so that these tests do not depend on the code under test to build their fixtures.
@@ -86,18 +85,7 @@ t.test('a store written by a newer authd is refused with a clear message and lef
 t.test('authd start on a store from a newer authd exits 2 with that one sentence and no stack', async (t) => {
   const dir = t.testdir()
   await writeFixture(dir, 99)
-  const proc = spawn(process.execPath, [AUTHD_BIN, 'start', '--data', dir, '--port', '0'], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stdout = ''
-  let stderr = ''
-  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
-  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000)
-  const code = await new Promise<number | null>((resolve) => proc.once('exit', (c) => resolve(c)))
-  clearTimeout(timer)
+  const { code, stdout, stderr } = await runAuthd(['start', '--data', dir, '--port', '0'], { cwd: dir, timeoutMs: 15_000 })
   t.equal(code, 2, 'exit code 2: refused whole, like a config error')
   t.equal(
     stderr,

@@ -32,10 +32,13 @@ const t = (s: string | null): string => shortTime(s === null ? null : Date.parse
 export async function keysList(deps: StoreDeps): Promise<{ keys: KeyDoc[] }> {
   return { keys: (await deps.admin.listKeys()).map(keyDoc) }
 }
-/** the table's ACTIVATED column shows, for a next key, when it starts signing */
+/**
+ * The table's SIGNS FROM column (`activatedAt`) is when a key starts signing: to come for a next
+ * key, the terminal UI's "signs from".
+ */
 export const keysListView = (d: { keys: KeyDoc[] }): View => ({
   table: {
-    columns: ['KID', 'ALG', 'STATE', 'CREATED', 'ACTIVATED', 'RETIRING', 'RETIRED'],
+    columns: ['KID', 'ALG', 'STATE', 'CREATED', 'SIGNS FROM', 'RETIRING', 'RETIRED'],
     rows: d.keys.map((k) => [k.kid, k.alg, k.state, t(k.createdAt), t(k.activatedAt), t(k.retiringAt), t(k.retiredAt)]),
   },
   empty: 'No keys (authd creates the first one on its first start).',

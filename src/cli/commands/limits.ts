@@ -1,7 +1,6 @@
 /** authctl limits clear: compute only, no printing. */
 import { adminDraft } from '../../core/audit.js'
 import { parseLimitTarget } from '../../core/limit-clears.js'
-import { addressKey } from '../../http/client-ip.js'
 import type { StoreDeps } from '../deps.js'
 import { AppError } from '../../errors.js'
 import type { View } from '../output.js'
@@ -20,7 +19,7 @@ export interface LimitsClearedDoc {
  * (it polls the store). Nothing to do without a running daemon: limits live in its memory.
  */
 export async function limitsClear(deps: StoreDeps, args: { target: string }): Promise<LimitsClearedDoc> {
-  const target = parseLimitTarget(args.target, addressKey)
+  const target = parseLimitTarget(args.target)
   if (target === null) throw new AppError('LIMITS_TARGET_INVALID', { params: { target: JSON.stringify(args.target) } })
   const at = deps.now()
   const fields = 'email' in target ? { email: target.email } : { detail: { ip: target.ipKey } }

@@ -1,6 +1,5 @@
 /** Signing in: login (and its second step, when a second factor is on) and register. */
 import type { MfaChallenge, SignedIn } from '../../core/auth-service.js'
-import { lazyJsonBody } from '../body.js'
 import type { Exchange } from '../exchange.js'
 import type { Routes } from '../router.js'
 import type { RouteContext } from './context.js'
@@ -9,18 +8,24 @@ import type { RouteContext } from './context.js'
 const MFA_METHODS = Object.freeze(['totp', 'recovery_code'])
 
 export function signInRoutes(c: RouteContext): Routes {
-  const { auth, reply } = c
-  const bodyLimit = c.config.server.bodyLimit
+  const { auth, reply, metrics } = c
 
   /** a login's answer: signed in, or (a second factor is on) the mfaRequired step, with no cookie at all */
   const loggedIn = (x: Exchange, s: SignedIn | MfaChallenge): void =>
     'mfaRequired' in s ? reply.ok(x, 200, { mfaRequired: true, mfaToken: s.mfaToken, methods: MFA_METHODS, expiresIn: s.expiresIn }) : c.signedIn(x, 200, s)
 
-  /** a login counted by login.per_ip: refused (429), or read and checked */
+  /** a login counted by login.per_ip: refused (429, its body never read), or read and checked */
   const afterAdmit = (x: Exchange, refused: { retryAfterS: number } | undefined): Promise<void> | void => {
     c.checkOrigin(x)
     if (refused !== undefined) return reply.fail(x, 'TOO_MANY_LOGINS', refused.retryAfterS)
-    return auth.login(lazyJsonBody(x.req, bodyLimit), c.withDevices(x), true).then((s) => loggedIn(x, s))
+    return c.body(x).then(
+      (body) => auth.login(body, c.withDevices(x), true).then((s) => loggedIn(x, s)),
+      (err: unknown) => {
+        // a body that cannot be read (413, 415, 400) is a malformed login, as missing fields are
+        metrics.events.login('invalid_input')
+        throw err
+      },
+    )
   }
 
   return {

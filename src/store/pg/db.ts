@@ -220,8 +220,10 @@ export function openDb(opts: DbOptions): Db {
             await c.query('COMMIT')
             return result
           } catch (err) {
-            // a broken connection is ended by withClient; a healthy one goes back clean
-            if (!isUnavailable(err)) await c.query('ROLLBACK')
+            // a broken connection is ended by withClient; a healthy one goes back clean. A
+            // transaction the server broke off (retried below) was answered on a live connection,
+            // and is in its aborted state until rolled back: the next BEGIN would run in it.
+            if (!isUnavailable(err) || RETRY_CODES.has(sqlState(err) ?? '')) await c.query('ROLLBACK')
             throw err
           }
         })

@@ -1,12 +1,13 @@
 /**
- * authctl's exit codes (README, "Administer with authctl"): 0 success, 1 the operation failed,
- * 2 usage or config error (the command cannot run as given: fix the flags, the config, the data
- * directory, or run it where it can ask). One entry per code only authctl and authd start show,
- * so a new code does not compile without its exit code; a code of the HTTP API that reaches
- * authctl (a password the policy refuses, the store's database unavailable) is a refused
- * operation: 1. An error that is not an AppError is unexpected: 1 too.
+ * The exit codes of authd and authctl, one table for both (README, "Administer with authctl" and
+ * "Configure"): 0 success, 1 the operation failed, 2 usage or config error (the command cannot run
+ * as given: fix the flags, the config, the data directory, or run it where it can ask). One entry
+ * per code only authctl and authd start show, so a new code does not compile without its exit
+ * code; a code of the HTTP API that reaches either program (a password the policy refuses, the
+ * store's database unavailable) is a refused operation: 1. An error that is not an AppError is
+ * unexpected: 1 too.
  */
-import type { CliErrorCode, ErrorCode } from '../errors.js'
+import type { CliErrorCode, ErrorCode } from './errors.js'
 
 export type ExitCode = 1 | 2
 
@@ -22,6 +23,8 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   NOT_EMPTY: 1,
   BAD_EXPORT: 1,
   NO_BACKUP: 2,
+
+  LISTEN_FAILED: 1,
 
   USER_NOT_FOUND: 1,
   KEY_NOT_FOUND: 1,

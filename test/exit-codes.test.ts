@@ -1,17 +1,17 @@
 /**
- * authctl's exit code for each error code (src/cli/exit-codes.ts; README, "Administer with
- * authctl": 0 success, 1 the operation failed, 2 usage or config error): the table covers every
- * code only authctl and authd start show, an HTTP code that reaches authctl is a failed
- * operation, and each exit code the README names for a case is the table's.
+ * The exit code of each error code, for authd and authctl alike (src/exit-codes.ts; README,
+ * "Administer with authctl": 0 success, 1 the operation failed, 2 usage or config error): the
+ * table covers every code only authctl and authd start show, an HTTP code that reaches either is a
+ * failed operation, and each exit code the README names for a case is the table's.
  */
 import t from 'tap'
-import { exitCodeOf, exitCodes } from '../../src/cli/exit-codes.js'
-import { errorRegistry, httpErrors, type ErrorCode } from '../../src/errors.js'
+import { exitCodeOf, exitCodes } from '../src/exit-codes.js'
+import { errorRegistry, httpErrors, type ErrorCode } from '../src/errors.js'
 
 const codes = Object.keys(errorRegistry) as ErrorCode[]
 const cliCodes = codes.filter((c) => (errorRegistry[c] as { status?: number }).status === undefined)
 
-t.test("authctl's exit table covers every code only authctl and authd start show, and no other", async (t) => {
+t.test('the exit table covers every code only authctl and authd start show, and no other', async (t) => {
   t.same(Object.keys(exitCodes).sort(), [...cliCodes].sort())
   for (const code of cliCodes) t.ok(exitCodes[code as keyof typeof exitCodes] === 1 || exitCodes[code as keyof typeof exitCodes] === 2, `${code}: exit 1 or 2`)
   for (const code of cliCodes) t.equal(exitCodeOf(code), exitCodes[code as keyof typeof exitCodes], `${code}: exitCodeOf reads the table`)
@@ -31,6 +31,7 @@ t.test('each exit code the README names for a case is the one the table gives', 
     ['AUDIT_EVENT_UNKNOWN', 2, 'a bad --event'],
     ['NO_BACKUP', 2, 'backup of a PostgreSQL store'],
     ['SCHEMA_TOO_NEW', 2, 'a store written by a newer authd'],
+    ['LISTEN_FAILED', 1, 'authd start on an address or socket it cannot listen on'],
     ['USER_NOT_FOUND', 1, 'an unknown user'],
     ['SESSION_ID_NOT_FOUND', 1, 'an unknown session'],
     ['KEY_NOT_FOUND', 1, 'an unknown key'],

@@ -1,0 +1,66 @@
+/**
+ * test/suite.mjs, what `npm test` and `npm run test:slow` run: it builds and type-checks itself,
+ * so its last line is always `N passed, N failed`, also when the build or the type check fails
+ * (each counts as 1 failed; a failed build runs no tests). The steps run here in a small project of
+ * their own: tsc on it takes a second, and this checkout's dist/ is left alone.
+ */
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { ROOT } from './helpers/app.js'
+
+const SUITE = join(ROOT, 'test', 'suite.mjs')
+
+function suite(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [SUITE, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
+    p.stderr.on('data', (c: Buffer) => (stdout += c.toString()))
+    p.on('error', reject)
+    p.on('close', (code) => resolve({ code, stdout }))
+  })
+}
+
+/** a project tsc can build: src/ into dist/, and a type check of everything */
+const project = (source: string): { [name: string]: string | { [name: string]: string } } => ({
+  'tsconfig.json': JSON.stringify({ compilerOptions: { strict: true, target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', noEmit: true, types: [] }, include: ['src'] }),
+  'tsconfig.build.json': JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: false, outDir: 'dist' }, include: ['src'] }),
+  src: { 'main.ts': source },
+})
+const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1)!
+
+t.test('npm test and npm run test:slow are the suite with its build (and type check) steps', async (t) => {
+  const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+  t.equal(scripts.test, 'node test/suite.mjs build typecheck fast')
+  t.equal(scripts['test:slow'], 'node test/suite.mjs build slow pg')
+})
+
+t.test('a build and a type check that pass: each says ok, and the count line ends the run', async (t) => {
+  const dir = t.testdir(project('export const n: number = 1\n'))
+  const r = await suite(dir, ['build', 'typecheck'])
+  t.equal(r.code, 0, r.stdout)
+  t.match(r.stdout, /^the build: ok$/m)
+  t.match(r.stdout, /^the type check: ok$/m)
+  t.equal(lastLine(r.stdout), '0 passed, 0 failed')
+})
+
+t.test('a type error fails the type check: shown, counted as 1 failed, and the count line still ends the run', async (t) => {
+  const dir = t.testdir(project("export const n: number = 'one'\n"))
+  const r = await suite(dir, ['typecheck'])
+  t.equal(r.code, 1)
+  t.match(r.stdout, /^the type check failed \(tsc --noEmit -p \., exit 2\):$/m)
+  t.match(r.stdout, /src\/main\.ts\(1,14\): error TS2322/, "tsc's own message")
+  t.equal(lastLine(r.stdout), '0 passed, 1 failed')
+})
+
+t.test('a failed build runs no tests, and the count line still ends the run', async (t) => {
+  const dir = t.testdir(project("export const n: number = 'one'\n"))
+  const r = await suite(dir, ['build', 'fast'])
+  t.equal(r.code, 1)
+  t.match(r.stdout, /^the build failed \(tsc -p tsconfig\.build\.json, exit 2\):$/m)
+  t.match(r.stdout, /^the build failed: fast not run/m)
+  t.notMatch(r.stdout, /^fast:/m, 'tap never ran')
+  t.equal(lastLine(r.stdout), '0 passed, 1 failed')
+})
