@@ -399,7 +399,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * A login's user (when `email` may be a stored one) and its charge (chargeLogin). Without a
    * device cookie nothing counted depends on the user: the user is read while the attempt is
    * counted (on PostgreSQL two round trips waited for once); a charge made for a read that then
-   * failed is given back.
+   * failed is given back, and a refusal is answered whether the read failed or not.
    */
   async function userAndCharge(email: string, mayExist: boolean, client: ClientContext): Promise<[UserRecord | undefined, LoginCharge | LoginRefusal]> {
     const read = (): Promise<UserRecord | undefined> => (mayExist ? store.getUserByEmail(email) : Promise.resolve(undefined))
@@ -409,11 +409,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     }
     const plan = chargePlan(email, undefined, client)
     const [user, attempt] = await Promise.allSettled([read(), limiter.consume(plan.entries)])
+    if (attempt.status === 'rejected') throw attempt.reason
     if (user.status === 'rejected') {
-      if (attempt.status === 'fulfilled' && attempt.value.ok) await limiter.release(attempt.value.token)
+      // a refusal needs no user: answered (its block recorded) as it would be without the read
+      if (!attempt.value.ok) return [undefined, await charged(plan, attempt.value, undefined, email, client)]
+      await limiter.release(attempt.value.token).catch(() => {})
       throw user.reason
     }
-    if (attempt.status === 'rejected') throw attempt.reason
     return [user.value, await charged(plan, attempt.value, user.value?.id, email, client)]
   }
   /** a check the hash queue turned away (503 Server busy) checked nothing: not a failed attempt */
@@ -505,9 +507,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_CREDENTIALS')
       }
 
-      // the failures of this address and email forgotten while the session is written
-      const cleared = chargeCleared(attempt)
-      cleared.catch(() => {})
+      // the failures of this address and email forgotten while the session is written; a clear
+      // that fails (the database's limiter out of reach) leaves them counted, and fails no login
+      // whose session is written
+      const cleared = chargeCleared(attempt).catch((err: unknown) => {
+        log.warn({ event: 'login_limits_kept', err, ip: client.ip, userId: user.id }, 'failed logins not cleared after a right password')
+      })
       // the hash the password was checked against, or what replaced it
       let checkedHash = user.passwordHash
       if (hasher.needsRehash(user.passwordHash)) {

@@ -200,7 +200,7 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         secrets[r.name] = r.value
         break
       case 'mfa_used': {
-        if (!isKey(r.id) || !isNumber(r.expiresAt)) throw bad('a used mfaToken without its id or expiresAt')
+        if (!isKey(r.id) || !isCount(r.expiresAt)) throw bad('a used mfaToken without its id or expiresAt')
         const token = `${r.expiresAt} ${r.id}`
         if (usedTokens.has(token)) throw bad(`the used mfaToken ${r.id} a second time`)
         usedTokens.add(token)

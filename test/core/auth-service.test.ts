@@ -60,6 +60,35 @@ t.test('login: a user read that fails gives back the attempt counted alongside i
   await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'TOO_MANY_LOGINS' }, 'the failure that was checked counts')
 })
 
+t.test('login: a refusal is answered as a refusal when the user read fails beside it, its block recorded', async (t) => {
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1/15m' } })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'INVALID_CREDENTIALS' })
+  const read = app.store.getUserByEmail
+  app.store.getUserByEmail = async () => {
+    throw new AppError('STORE_UNAVAILABLE', { message: 'the database is unavailable' })
+  }
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'not the password' }, client), { code: 'TOO_MANY_LOGINS' })
+  app.store.getUserByEmail = read
+  const blocks = await app.store.auditEvents({ limit: 10, event: 'rate_limit.block' })
+  t.same(blocks.map((e) => e.detail.limit), ['login.per_ip_email'], 'the first refusal of the window is recorded')
+})
+
+t.test('login: a right password signs in even when its failures cannot be cleared, and says so at warn', async (t) => {
+  const app = await buildApp(t, { env: ROOMY })
+  const ann = await addUser(app, 'ann@example.com', PASSWORD)
+  const release = app.limiter.release
+  app.limiter.release = async (token, reset) => {
+    if (reset !== undefined) throw new AppError('STORE_UNAVAILABLE', { message: 'the database is unavailable' })
+    return release.call(app.limiter, token, reset)
+  }
+  const r = await signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)
+  app.limiter.release = release
+  t.equal(r.user.id, ann.id)
+  t.ok(await app.store.getSession(r.sessionId), 'the session is written')
+  t.match(app.logs.lines.find((l) => l.event === 'login_limits_kept'), { level: 'warn', userId: ann.id })
+})
+
 t.test('login: a wrong password, an unknown email and a disabled user all throw INVALID_CREDENTIALS and start no session', async (t) => {
   const app = await buildApp(t, { env: ROOMY })
   const ann = await addUser(app, 'ann@example.com', PASSWORD)

@@ -87,6 +87,8 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['another format', [{ ...meta, format: 3 }], 1, 'an export format this authd does not know (3)'],
   ['a used mfaToken without its id', [meta, { type: 'mfa_used', expiresAt: T0 }], 2, 'a used mfaToken without its id or expiresAt'],
   ['a used mfaToken whose expiresAt is text', [meta, { type: 'mfa_used', id: 'm1', expiresAt: 'soon' }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken whose expiresAt is not a whole number of ms', [meta, { type: 'mfa_used', id: 'm1', expiresAt: T0 + 0.5 }], 2, 'a used mfaToken without its id or expiresAt'],
+  ['a used mfaToken whose expiresAt is negative', [meta, { type: 'mfa_used', id: 'm1', expiresAt: -1 }], 2, 'a used mfaToken without its id or expiresAt'],
   ['a used mfaToken twice', [meta, { type: 'mfa_used', id: 'm1', expiresAt: T0 }, { type: 'mfa_used', id: 'm1', expiresAt: T0 }], 3, 'the used mfaToken m1 a second time'],
   ['a format as text', [{ ...meta, format: '1' }], 1, 'an export format this authd does not know ("1")'],
   ['an unknown backend', [{ ...meta, backend: 'mysql' }], 1, 'an unknown backend ("mysql")'],
