@@ -42,7 +42,8 @@ export const SLOW = [
   'test/clients/**',
   'test/tui/tui-e2e.test.ts',
   'test/readme-blocks.test.ts',
-  // in other directories, files that spawn authd, authctl or PostgreSQL servers
+  // in other directories, files that spawn authd, authctl, PostgreSQL servers or the suite itself
+  'test/suite.test.ts',
   'test/tui/lazy-ink.test.ts',
   'test/store/file-modes.test.ts',
   'test/http/me-token-cache.test.ts',
