@@ -12,7 +12,7 @@
  * that token can open it, and the store alone never can.
  */
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { RefreshDecision, Rotation, SessionCursor, SessionEntry, SessionRecord, Store } from '../store/store.js'
+import { liveAt, type RefreshDecision, type Rotation, type SessionCursor, type SessionEntry, type SessionRecord, type Store } from '../store/store.js'
 
 export const hashToken = (token: string): string => createHash('sha256').update(token).digest('base64url')
 
@@ -67,10 +67,32 @@ function openWith(key: Buffer, sealed: string): Buffer | null {
   }
 }
 
+/** the token of `previous`'s family whose secret is `secret` (what a seal holds) */
+const successorOf = (previous: string, secret: Buffer): string => `${tokenFamily(previous)}.${secret.toString('base64url')}`
+
 /** The successor sealed under `previous`, or null if it does not open with that token. */
 export function openSuccessor(previous: string, sealed: string): string | null {
   const secret = openWith(sealKey(previous), sealed)
-  return secret === null ? null : `${tokenFamily(previous)}.${secret.toString('base64url')}`
+  return secret === null ? null : successorOf(previous, secret)
+}
+
+/**
+ * The token `presented` was walked forward to through `rotations`: the seal made under it opened
+ * (the one that opens with it is its own rotation's: GCM's tag fails under any other key), then
+ * its successor's, up to the last rotation's. Null when no seal opens with it, or a later one
+ * does not open.
+ */
+function walkForward(presented: string, rotations: Rotation[]): string | null {
+  if (rotations.length === 0) return null
+  const key = sealKey(presented)
+  for (let i = rotations.length - 1; i >= 0; i--) {
+    const secret = openWith(key, rotations[i]!.sealed)
+    if (secret === null) continue
+    let token: string | null = successorOf(presented, secret)
+    for (let j = i + 1; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
+    return token
+  }
+  return null
 }
 
 // constant-time so a timing side channel cannot walk a stored hash byte by byte
@@ -92,7 +114,7 @@ export function expiresIfUnused(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt
 
 /** Whether a session can still be used at `now` (for access tokens and refresh alike). */
 export function isLive(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, now: number, policy: SessionPolicy): boolean {
-  return now < s.expiresAt && now < s.lastUsedAt + policy.idleTtlMs
+  return liveAt(s, now, policy.idleTtlMs)
 }
 
 export type RefreshOutcome =
@@ -137,18 +159,10 @@ export function decideRefresh(
 
   // A token replaced within the grace of its rotation, presented again: a second tab, a response
   // lost on the way, a page reloaded twice. Answer with the live token, the very one the other
-  // presenters got: the seal made under this token opened (the one that opens with it is its own
-  // rotation's: GCM's tag fails under any other key), then its successor's, up to the live one.
-  const key = rotations.length === 0 ? null : sealKey(presented.token)
-  for (let i = rotations.length - 1; i >= 0 && key !== null; i--) {
-    const first = openWith(key, rotations[i]!.sealed)
-    if (first === null) continue
-    let token: string | null = `${tokenFamily(presented.token)}.${first.toString('base64url')}`
-    for (let j = i + 1; j < rotations.length && token !== null; j++) token = openSuccessor(token, rotations[j]!.sealed)
-    if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
-      return { action: 'none', result: { kind: 'grace', session, token } }
-    }
-    break
+  // presenters got, walked forward from this token through the rotations kept.
+  const token = walkForward(presented.token, rotations)
+  if (token !== null && sameHash(hashToken(token), session.refreshHash)) {
+    return { action: 'none', result: { kind: 'grace', session, token } }
   }
 
   // A used token presented again: someone holds a copy. End the whole session.

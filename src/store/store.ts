@@ -91,9 +91,8 @@ export type SessionCursor = Pick<SessionEntry, 'userId' | 'id'>
 
 /**
  * The sessions-per-user bound applied by `createSession` (sessions.max_per_user), as data, so that
- * a backend can count in its database: a session counts as live at `now` while
- * `now < expiresAt` and `now < lastUsedAt + idleTtlMs` (an expired one neither counts nor is
- * evicted), the test core/sessions.ts isLive makes.
+ * a backend can count in its database: a session counts while it is live at `now` (liveAt; an
+ * expired one neither counts nor is evicted).
  */
 export interface SessionLimit {
   /** live sessions a user may have, the new one included */
@@ -104,9 +103,16 @@ export interface SessionLimit {
   idleTtlMs: number
 }
 
+/**
+ * Whether a session can still be used at `now` with sessions.idle_ttl `idleTtlMs`: before its
+ * absolute expiry and within its idle one, both exclusive (core/sessions.ts isLive; the
+ * PostgreSQL bound counts with the same test).
+ */
+export const liveAt = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, now: number, idleTtlMs: number): boolean =>
+  now < s.expiresAt && now < s.lastUsedAt + idleTtlMs
+
 /** whether `s` counts against `limit` (SessionLimit) */
-export const liveUnder = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean =>
-  limit.now < s.expiresAt && limit.now < s.lastUsedAt + limit.idleTtlMs
+export const liveUnder = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean => liveAt(s, limit.now, limit.idleTtlMs)
 
 /** One rotation inside its grace: when, and the successor sealed under the token it replaced. */
 export interface Rotation {
