@@ -14,7 +14,12 @@
  * Before the parts, two steps may be named: `build` (tsc -p tsconfig.build.json: dist/, which the
  * tests that spawn bin/authd and bin/authctl run) and `typecheck` (tsc --noEmit -p .). A step that
  * fails counts as 1 failed and its output is shown; a failed build runs no part (its tests would
- * run an old dist/), a failed type check runs them all (they run from the sources).
+ * run an old dist/), a failed type check runs them all (they run from the sources). The two run
+ * at the same time, incrementally (their state in node_modules/.cache/authd-tsc).
+ *
+ * The tests run from the TypeScript sources through test/helpers/tap-typescript (a tap plugin in
+ * place of tap's own): before the parts, every .ts file missing from its cache is transpiled here,
+ * once for all the test processes.
  *
  *   npm test             node test/suite.mjs build typecheck fast
  *   npm run test:slow    node test/suite.mjs build slow pg
@@ -59,9 +64,13 @@ export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts', 'test/core/
 
 /** the TypeScript compiler of this checkout, run in the working directory (the project's) */
 const TSC = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url))
+// Both steps are incremental: tsc keeps what it learnt in node_modules/.cache/authd-tsc (of the
+// working directory) and the next run checks only what changed since (4 s instead of 11 for the
+// type check, 3 instead of 7 for the build, on 2 cores).
+const TSC_CACHE = 'node_modules/.cache/authd-tsc'
 const STEPS = {
-  build: { what: 'the build', args: ['-p', 'tsconfig.build.json'] },
-  typecheck: { what: 'the type check', args: ['--noEmit', '-p', '.'] },
+  build: { what: 'the build', args: ['-p', 'tsconfig.build.json'], state: `${TSC_CACHE}/build.tsbuildinfo`, output: 'dist' },
+  typecheck: { what: 'the type check', args: ['--noEmit', '-p', '.'], state: `${TSC_CACHE}/typecheck.tsbuildinfo` },
 }
 
 const argv = process.argv.slice(2)
@@ -80,13 +89,22 @@ let passed = 0
 let failed = 0
 let status = 0
 let built = true
-for (const step of steps) {
-  const ok = await runStep(STEPS[step])
+// the steps run at once (two tsc processes), and are reported in order
+const stepsDone = Promise.all(steps.map((step) => runStep(STEPS[step])))
+// meanwhile, every .ts file transpiled once, here, for all the test processes (test/helpers/tap-typescript)
+let warmed = null
+if (parts.length > 0) {
+  const { warm } = await import('./helpers/tap-typescript/hooks.mjs')
+  warmed = warm(['src', 'test', 'bench', 'stress'])
+}
+for (const [i, { ok, report }] of (await stepsDone).entries()) {
+  console.log(report)
   if (ok) continue
   failed++
   status = 1
-  if (step === 'build') built = false
+  if (steps[i] === 'build') built = false
 }
+if (warmed !== null && warmed.transpiled > 0) console.log(`the TypeScript cache: ${warmed.transpiled} of ${warmed.files} files transpiled`)
 if (!built && parts.length > 0) console.log(`the build failed: ${parts.join(', ')} not run (the tests that spawn authd and authctl would run an old dist/).`)
 for (const part of built ? parts : []) {
   if (parts.length > 1) console.log(`${part}:`)
@@ -105,19 +123,17 @@ if ('missing' in pgBin && !parts.includes('pg')) {
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(status)
 
-/** runs tsc for a step; its output is shown only when it fails */
-async function runStep({ what, args }) {
-  const tsc = spawn(process.execPath, [TSC, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+/** runs tsc for a step: whether it passed, and its line (with tsc's output when it failed) */
+async function runStep({ what, args, state, output }) {
+  // a build whose output is gone starts afresh: tsc would trust its state and write nothing
+  if (output !== undefined && !existsSync(output)) rmSync(state, { force: true })
+  const tsc = spawn(process.execPath, [TSC, ...args, '--incremental', '--tsBuildInfoFile', state], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   tsc.stdout.on('data', (c) => (out += c))
   tsc.stderr.on('data', (c) => (out += c))
   const code = await new Promise((resolve) => tsc.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
-  if (code === 0) {
-    console.log(`${what}: ok`)
-    return true
-  }
-  console.log(`${what} failed (tsc ${args.join(' ')}, exit ${code}):\n${out.trimEnd()}`)
-  return false
+  if (code === 0) return { ok: true, report: `${what}: ok` }
+  return { ok: false, report: `${what} failed (tsc ${args.join(' ')}, exit ${code}):\n${out.trimEnd()}` }
 }
 
 /**

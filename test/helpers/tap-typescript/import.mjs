@@ -1,0 +1,4 @@
+// imported by every test process before anything else (tap's importLoader, see plugin.cjs)
+import { register } from 'node:module'
+
+register('./hooks.mjs', import.meta.url)

@@ -1,0 +1,3 @@
+export declare const importLoader: string
+export declare const preload: boolean
+export declare const testFileExtensions: string[]
