@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import t from 'tap'
 import * as hooks from './tap-typescript/hooks.mjs'
 
@@ -40,6 +41,49 @@ t.test('a file is transpiled once, then taken from the cache; another text is an
   t.teardown(() => rmSync(hooks.cacheFile(path, changed), { force: true }))
   t.match(hooks.transpiled(path, changed), /^export const n = 2;$/m, 'a changed file is not answered from the old entry')
   t.equal(hooks.transpiledHere, before + 2)
+})
+
+t.test('a syntax error fails the file, saying where, and is not kept: no running the compiler’s repair of it', async (t) => {
+  const path = join(t.testdirName, 'broken.ts')
+  const source = `// ${randomBytes(8).toString('hex')}\nexport const n = f(1,\nexport const m = 2\n`
+  const before = hooks.transpiledHere
+  t.throws(() => hooks.transpiled(path, source), { name: 'SyntaxError', message: new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:3:1: .*\\(TS\\d+\\)$`) })
+  t.equal(hooks.transpiledHere, before)
+  t.notOk(existsSync(hooks.cacheFile(path, source)))
+})
+
+t.test('resolve: x.js that exists is x.js; a missing one is its .ts or .tsx twin; other failures pass through', async (t) => {
+  const notFound = (): never => {
+    throw Object.assign(new Error('not found'), { code: 'ERR_MODULE_NOT_FOUND' })
+  }
+  const tried: string[] = []
+  const onDisk = new Set(['./there.js', './view.tsx', './store.ts?tapmock=1'])
+  const next = async (specifier: string) => {
+    tried.push(specifier)
+    return onDisk.has(specifier) ? { url: specifier } : notFound()
+  }
+  t.same(await hooks.resolve('./there.js', {}, next), { url: './there.js' })
+  t.same(await hooks.resolve('./view.js', {}, next), { url: './view.tsx' })
+  t.same(await hooks.resolve('./store.js?tapmock=1', {}, next), { url: './store.ts?tapmock=1' })
+  await t.rejects(hooks.resolve('./gone.js', {}, next), { message: 'not found' }, 'the original error when neither twin is there')
+  tried.length = 0
+  const denied = async (specifier: string) => {
+    tried.push(specifier)
+    throw Object.assign(new Error('denied'), { code: 'ERR_ACCESS_DENIED' })
+  }
+  await t.rejects(hooks.resolve('./there.js', {}, denied), { code: 'ERR_ACCESS_DENIED' }, 'another error passes through')
+  t.same(tried, ['./there.js'], 'without trying a twin')
+})
+
+t.test('load: a .ts file is an ES module of its JavaScript; anything else goes on down the chain', async (t) => {
+  const sample = `export const k: string = '${randomBytes(4).toString('hex')}'\n`
+  const dir = t.testdir({ 'sample.ts': sample, 'plain.js': 'export {}\n' })
+  t.teardown(() => rmSync(hooks.cacheFile(join(dir, 'sample.ts'), sample), { force: true }))
+  const next = async (url: string) => ({ format: 'passed-on', url })
+  const ts = await hooks.load(pathToFileURL(join(dir, 'sample.ts')).href, {}, next)
+  t.match(ts, { format: 'module', shortCircuit: true, source: /^export const k = '[0-9a-f]{8}';$/m })
+  t.same(await hooks.load(pathToFileURL(join(dir, 'plain.js')).href, {}, next), { format: 'passed-on', url: pathToFileURL(join(dir, 'plain.js')).href })
+  t.same(await hooks.load('node:fs', {}, next), { format: 'passed-on', url: 'node:fs' })
 })
 
 t.test('the warm-up has every file of the tree in the cache and removes the entries of no file', async (t) => {

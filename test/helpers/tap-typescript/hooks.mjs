@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { threadId } from 'node:worker_threads'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -20,11 +21,21 @@ const require = createRequire(import.meta.url)
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
 export const CACHE_DIR = join(ROOT, 'node_modules', '.cache', 'authd-ts')
 
-const tsconfig = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions
+let ts
+const compiler = () => (ts ??= require('typescript'))
+
+// tsconfig.json's compilerOptions, as tsc reads them (comments allowed), with what this loader
+// needs instead: ES modules (the package is "type": "module"), source maps inline, no output files
+const tsconfigText = readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')
+let tsconfig
+try {
+  tsconfig = JSON.parse(tsconfigText)
+} catch {
+  tsconfig = compiler().parseConfigFileTextToJson('tsconfig.json', tsconfigText).config
+}
+const { outDir, rootDir, noEmit, declaration, sourceMap, incremental, ...fromTsconfig } = tsconfig.compilerOptions
 export const compilerOptions = {
-  target: tsconfig.target,
-  jsx: tsconfig.jsx,
-  esModuleInterop: tsconfig.esModuleInterop,
+  ...fromTsconfig,
   module: 'ESNext',
   moduleResolution: 'Bundler',
   sourceMap: false,
@@ -32,11 +43,11 @@ export const compilerOptions = {
   inlineSources: true,
 }
 const tsVersion = JSON.parse(readFileSync(require.resolve('typescript/package.json'), 'utf8')).version
-const optionsKey = JSON.stringify([tsVersion, compilerOptions])
+// this file's own text too: a change to the loader is a change to every entry
+const optionsKey = JSON.stringify([tsVersion, compilerOptions, readFileSync(fileURLToPath(import.meta.url), 'utf8')])
 
 const TYPESCRIPT = /\.tsx?$/
 
-let ts
 /** how many files this process has transpiled (the rest came from the cache) */
 export let transpiledHere = 0
 
@@ -52,13 +63,20 @@ export function transpiled(path, source) {
   try {
     return readFileSync(file, 'utf8')
   } catch {}
-  ts ??= require('typescript')
-  const js = ts.transpileModule(source, { fileName: path, compilerOptions, reportDiagnostics: false }).outputText
+  const out = compiler().transpileModule(source, { fileName: path, compilerOptions, reportDiagnostics: true })
+  // a syntax error fails the import, as tsc would, rather than running the compiler's repair of it
+  const [first] = out.diagnostics ?? []
+  if (first !== undefined) {
+    const at = first.file && first.start !== undefined ? first.file.getLineAndCharacterOfPosition(first.start) : undefined
+    const where = at ? `${path}:${at.line + 1}:${at.character + 1}` : path
+    throw new SyntaxError(`${where}: ${compiler().flattenDiagnosticMessageText(first.messageText, '\n')} (TS${first.code})`)
+  }
+  const js = out.outputText
   transpiledHere++
   try {
     // whole or not at all: test processes running at once read and write it
     mkdirSync(CACHE_DIR, { recursive: true })
-    const tmp = `${file}.${process.pid}.tmp`
+    const tmp = `${file}.${process.pid}.${threadId}.tmp`
     writeFileSync(tmp, js)
     renameSync(tmp, file)
   } catch {}
@@ -68,7 +86,7 @@ export function transpiled(path, source) {
 /**
  * Transpiles every .ts and .tsx file under `dirs` (paths from the project root) that the cache
  * lacks, and removes the cache's files that none of them has any more. Answers how many there
- * are, and how many were transpiled.
+ * are, and how many were transpiled (a file with a syntax error is not).
  */
 export function warm(dirs) {
   const keep = new Set()
@@ -81,9 +99,13 @@ export function warm(dirs) {
         if (entry.name !== 'node_modules' && !entry.name.startsWith('.')) walk(path)
       } else if (TYPESCRIPT.test(entry.name) && !entry.name.endsWith('.d.ts')) {
         const source = readFileSync(path, 'utf8')
-        transpiled(path, source)
         keep.add(cacheFile(path, source))
         files++
+        try {
+          transpiled(path, source)
+        } catch {
+          // a syntax error: the test that imports the file fails on it, saying where
+        }
       }
     }
   }

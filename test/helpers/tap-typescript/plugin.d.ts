@@ -1,3 +1,4 @@
 export declare const importLoader: string
+export declare const loader: string
 export declare const preload: boolean
 export declare const testFileExtensions: string[]
