@@ -1,14 +1,14 @@
 /**
  * The tests' TypeScript loader: module hooks that run the project's .ts and .tsx files as ES
  * modules (the package is "type": "module"), transpiled by its own TypeScript compiler with
- * tsconfig.json's target and JSX settings and inline source maps (for stack traces and coverage).
+ * tsconfig.json's options and inline source maps (for stack traces and coverage).
  * Types are checked by `tsc --noEmit` (`npm test`'s type check step), not here.
  *
  * Each file's JavaScript is kept in node_modules/.cache/authd-ts, named by a hash of its path,
- * its text, the compiler's version and options. The compiler is loaded only when a file is not
- * there, so a test process that finds all it imports in the cache never loads it; `warm()` fills
- * the cache for the whole tree in one process before a run (test/suite.mjs) and removes the
- * entries no file has any more.
+ * its text, the compiler's version and options, and this file's own text. The compiler is loaded
+ * only when a file is not there, so a test process that finds all it imports in the cache never
+ * loads it; `warm()` fills the cache for the whole tree in one process before a run
+ * (test/suite.mjs) and removes the entries no file has any more.
  */
 import { createHash } from 'node:crypto'
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
