@@ -96,7 +96,7 @@ let warmed = null
 if (parts.length > 0) {
   try {
     const { warm } = await import('./helpers/tap-typescript/hooks.mjs')
-    warmed = warm(['src', 'test', 'bench', 'stress'])
+    warmed = warm()
   } catch (error) {
     // only speed is lost: each test process transpiles what it imports
     console.log(`the TypeScript cache was not filled (${error instanceof Error ? error.message : error}); the tests transpile as they go`)

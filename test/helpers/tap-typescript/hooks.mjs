@@ -84,11 +84,12 @@ export function transpiled(path, source) {
 }
 
 /**
- * Transpiles every .ts and .tsx file under `dirs` (paths from the project root) that the cache
+ * Transpiles every .ts and .tsx file under `dirs` (paths from the project root; by default
+ * tsconfig.json's `include`, the tree tsc checks) that the cache
  * lacks, and removes the cache's files that none of them has any more. Answers how many there
  * are, and how many were transpiled (a file with a syntax error is not).
  */
-export function warm(dirs) {
+export function warm(dirs = tsconfig.include) {
   const keep = new Set()
   let files = 0
   const before = transpiledHere
