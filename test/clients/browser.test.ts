@@ -29,6 +29,10 @@ const COOKIE = 'authd_rt' // the --dev cookie name
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'correct horse battery staple'
 
+/** how long a request from the page may take, and a page call with it (a busy machine is slow, a hang is not) */
+const FETCH_TIMEOUT_MS = 15_000
+const EVALUATE_TIMEOUT_MS = 25_000
+
 /** The web app: a page that keeps the access token in memory and the session in the HttpOnly cookie. */
 const APP_PAGE = `<!doctype html>
 <meta charset="utf-8">
@@ -37,9 +41,10 @@ const APP_PAGE = `<!doctype html>
   // authd's address comes from the query string, so one static server serves both runs
   const AUTHD = new URL(location.href).searchParams.get('authd')
   let accessToken = null // in memory only: never localStorage
+  // a request that never settles ends here, as an error the test shows, not as the file's timeout
   async function api(path, init = {}) {
     try {
-      const res = await fetch(AUTHD + path, { credentials: 'include', ...init })
+      const res = await fetch(AUTHD + path, { credentials: 'include', signal: AbortSignal.timeout(${FETCH_TIMEOUT_MS}), ...init })
       return { status: res.status, body: await res.json() }
     } catch (err) {
       return { error: err.name + ': ' + err.message }
@@ -113,9 +118,27 @@ async function launch(t: Test, profile: string): Promise<{ context: BrowserConte
     timeout: 30_000,
   })
   t.teardown(() => context.close())
+  // the context's timeout covers navigation and waiting, not page.evaluate: bound that too
   context.setDefaultTimeout(10_000)
-  const page = context.pages()[0] ?? (await context.newPage())
+  const page = bounded(context.pages()[0] ?? (await context.newPage()))
   return { context, page }
+}
+
+/**
+ * The page with an evaluate() that fails within EVALUATE_TIMEOUT_MS, naming what it ran, rather than
+ * waiting for the test file's timeout (playwright's own evaluate has no timeout).
+ */
+function bounded(page: Page): Page {
+  const evaluate = page.evaluate.bind(page) as (fn: unknown, arg?: unknown) => Promise<unknown>
+  const within = (fn: unknown, arg?: unknown): Promise<unknown> => {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the page did not answer within ${EVALUATE_TIMEOUT_MS / 1000} s: ${String(fn)}`)), EVALUATE_TIMEOUT_MS)
+    })
+    return Promise.race([evaluate(fn, arg), late]).finally(() => clearTimeout(timer))
+  }
+  page.evaluate = within as Page['evaluate']
+  return page
 }
 
 // What the page scripts see, for the functions handed to page.evaluate (they run in the browser).
@@ -184,7 +207,7 @@ t.test('a page on an allowed origin logs in, restores the session from the HttpO
 
   // Script cannot read the cookie, even on a page of the cookie's host under the cookie's path;
   // a script-set cookie on the same page shows that the page would see a readable one.
-  const probe = await context.newPage()
+  const probe = bounded(await context.newPage())
   await probe.goto(`${appOrigin}/api/auth/probe.html`)
   const seen = await probe.evaluate(() => {
     document.cookie = 'probe=visible; path=/api/auth'
@@ -232,7 +255,7 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
   // a no-cors request is sent anyway (the browser attaches the same-site cookie); authd must refuse
   // to act on it, because the browser would store a rotated cookie even from an opaque response
   const opaque = await page.evaluate(async (base) => {
-    const res = await fetch(base + '/api/auth/refresh', { method: 'POST', mode: 'no-cors', credentials: 'include' })
+    const res = await fetch(base + '/api/auth/refresh', { method: 'POST', mode: 'no-cors', credentials: 'include', signal: AbortSignal.timeout(15_000) })
     return res.type
   }, authd.url)
   t.equal(opaque, 'opaque')
