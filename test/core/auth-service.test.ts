@@ -11,7 +11,6 @@ import { hashToken } from '../../src/core/sessions.js'
 import { AppError } from '../../src/errors.js'
 import { addUser, buildApp, type TestApp } from '../helpers/app.js'
 import { signIn } from '../helpers/sign-in.js'
-import { pgDatabase } from '../helpers/pg.js'
 
 const PASSWORD = 'lantern-orchard-41'
 const client: ClientContext = { ip: '203.0.113.9', ipKey: '203.0.113.9', userAgent: 'auth-service-test' }
@@ -273,19 +272,3 @@ t.test('rate_limit.block: once per key and window across 10 050 blocked addresse
   t.equal(new Set(blocks.map((e) => e.ip)).size, clients.length, 'each address once')
 })
 
-t.test('rate_limit.block: three instances on one PostgreSQL database refusing one key record one event', async (t) => {
-  const db = await pgDatabase(t)
-  if (!db) return
-  const env = { ...ROOMY, AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: db.url, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' }
-  const apps = [await buildApp(t, { env }), await buildApp(t, { env }), await buildApp(t, { env })]
-  await addUser(apps[0]!, 'ann@example.com', PASSWORD)
-  for (const app of apps.slice(0, 2)) await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client), { code: 'INVALID_CREDENTIALS' })
-  const refused = await Promise.all(
-    Array.from({ length: 30 }, (_, i) => apps[i % 3]!.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client).catch((err: { code?: string }) => err.code)),
-  )
-  t.same(new Set(refused), new Set(['TOO_MANY_LOGINS']), 'thirty refused over three instances')
-  const blocks = await apps[2]!.store.auditEvents({ limit: 100, event: 'rate_limit.block' })
-  t.equal(blocks.length, 1, 'one block recorded')
-  t.match(blocks[0], { email: 'ann@example.com', ip: client.ip, detail: { limit: 'login.per_ip_email', window: '15m' } })
-  t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
-})

@@ -4,8 +4,10 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { open } from 'lmdb'
 import { parse } from 'smol-toml'
 import t from 'tap'
+import { SCHEMA_VERSION } from '../../src/store/migrations.js'
 import { ROOT } from '../helpers/app.js'
 import { runAuthd as authd, type AuthdRun as Run } from '../helpers/daemon.js'
 
@@ -112,6 +114,30 @@ t.test('authd start with a data directory it cannot use says why in one plain li
     t.notMatch(r.stdout, /listening/)
   }
   t.equal(readFileSync(file, 'utf8'), 'not a directory\n', 'the file is untouched')
+})
+
+/** The schema version stamped on an LMDB store, read and written with lmdb directly (as another authd would). */
+async function schemaStamp(dir: string, write?: number): Promise<unknown> {
+  const root = open({ path: dir, noSubdir: false, maxDbs: 16, compression: false })
+  const meta = root.openDB({ name: 'meta' })
+  if (write !== undefined) await meta.put('schema_version', write)
+  const stamped = meta.get('schema_version')
+  await root.close()
+  return stamped
+}
+
+t.test('authd start on a store from a newer authd exits 2 with that one sentence and no stack', async (t) => {
+  const dir = t.testdir()
+  await schemaStamp(dir, 99)
+  const { code, stdout, stderr } = await authd(['start', '--data', dir, '--port', '0'], { cwd: dir, timeoutMs: 15_000 })
+  t.equal(code, 2, 'exit code 2: refused whole, like a config error')
+  t.equal(
+    stderr,
+    `authd: the store was written by a newer authd (schema 99; this version understands up to ${SCHEMA_VERSION}): upgrade authd or restore a backup\n`,
+  )
+  t.notMatch(stderr + stdout, /\n\s+at /, 'no stack trace')
+  t.notMatch(stdout, /listening/, 'it never listened')
+  t.equal(await schemaStamp(dir), 99, 'the newer store is not modified')
 })
 
 t.test('authd --help exits 0 and lists the commands', async (t) => {

@@ -9,7 +9,9 @@ import { limitKey, type RateEntry, type RateLimiter } from '../../src/store/rate
 import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
 import { openPgStore } from '../../src/store/pg/pg-store.js'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { ClientContext } from '../../src/core/auth-service.js'
 import { pgDatabase } from '../helpers/pg.js'
+import { addUser, buildApp } from '../helpers/app.js'
 
 const MIN = 60_000
 const rule = (count: number, windowMs = 15 * MIN) => ({ count, windowMs, text: `${count}/${windowMs}ms` })
@@ -370,4 +372,29 @@ t.test('release with a key to reset: the consume un-counted and that key forgott
   t.equal(await s.held(email.key, 60 * MIN), 3, 'the email keeps its earlier failures, this one un-counted')
   await limiter.release(last.token, pair.key)
   t.equal(await s.held(email.key, 60 * MIN), 3, 'idempotent')
+})
+
+// the limiter as the daemon uses it: the audit event of a block, once however many instances refuse
+const client: ClientContext = { ip: '203.0.113.9', ipKey: '203.0.113.9', userAgent: 'pg-limiter-test' }
+const ROOMY = {
+  AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m',
+  AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m',
+  AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '1000/1m',
+}
+
+t.test('rate_limit.block: three instances on one PostgreSQL database refusing one key record one event', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const env = { ...ROOMY, AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: db.url, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/15m' }
+  const apps = [await buildApp(t, { env }), await buildApp(t, { env }), await buildApp(t, { env })]
+  await addUser(apps[0]!, 'ann@example.com', 'lantern-orchard-41')
+  for (const app of apps.slice(0, 2)) await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client), { code: 'INVALID_CREDENTIALS' })
+  const refused = await Promise.all(
+    Array.from({ length: 30 }, (_, i) => apps[i % 3]!.auth.login({ email: 'ann@example.com', password: 'a wrong password' }, client).catch((err: { code?: string }) => err.code)),
+  )
+  t.same(new Set(refused), new Set(['TOO_MANY_LOGINS']), 'thirty refused over three instances')
+  const blocks = await apps[2]!.store.auditEvents({ limit: 100, event: 'rate_limit.block' })
+  t.equal(blocks.length, 1, 'one block recorded')
+  t.match(blocks[0], { email: 'ann@example.com', ip: client.ip, detail: { limit: 'login.per_ip_email', window: '15m' } })
+  t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
 })
