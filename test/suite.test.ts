@@ -65,3 +65,16 @@ t.test('a failed build runs no tests, and the count line still ends the run', as
   t.notMatch(r.stdout, /^fast:/m, 'tap never ran')
   t.equal(lastLine(r.stdout), '0 passed, 1 failed')
 })
+
+t.test('with a part, a type error does not stop it: the type check runs beside it and its line comes after it', async (t) => {
+  // the small project has no tap of its own (no node_modules): its part fails at once, which is
+  // all this needs, a part that ran and reported before the type check's line
+  const dir = t.testdir(project("export const n: number = 'one'\n"))
+  const r = await suite(dir, ['typecheck', 'fast'])
+  t.equal(r.code, 1)
+  const part = r.stdout.indexOf('tap exited with status')
+  const check = r.stdout.indexOf('the type check failed (tsc --noEmit -p ., exit 2):')
+  t.ok(part >= 0, `the part ran: ${r.stdout}`)
+  t.ok(check > part, 'the type check reported after it')
+  t.equal(lastLine(r.stdout), '0 passed, 2 failed', 'each counted as 1 failed')
+})
