@@ -85,12 +85,14 @@ export async function readPasswordFromStdin(input: NodeJS.ReadableStream): Promi
 
 /**
  * Asks for a password on a terminal without echoing it: raw mode, so the terminal shows nothing
- * while the user types. Backspace and Ctrl-U edit; Enter ends; Ctrl-C or Ctrl-D cancel.
+ * while the user types. Backspace and Ctrl-U edit; Enter ends; Ctrl-C or Ctrl-D cancel. Raw mode
+ * is on before the question shows, so nothing typed once it shows is ever echoed (the other order
+ * left a moment in which the terminal itself echoed a fast typist's keys).
  */
 export function promptHidden(io: PasswordIo, question: string): Promise<string> {
   const { input } = io
-  io.prompt(question)
   input.setRawMode!(true)
+  io.prompt(question)
   return new Promise((resolve, reject) => {
     let chars: string[] = []
     const decoder = new StringDecoder('utf8')

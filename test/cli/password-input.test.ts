@@ -36,13 +36,21 @@ t.test('--password-stdin reads to the first newline or the end; one \\n or \\r\\
   t.equal(await readFirstLine(piped(''), 10), null)
 })
 
-/** a terminal double: records raw mode and what is written to it */
-function fakeTerminal(): { io: PasswordIo; input: PassThrough & { isTTY: boolean }; shown: () => string; raw: boolean[] } {
+/** a terminal double: records raw mode and what is written to it, and both in the order they came */
+function fakeTerminal(): { io: PasswordIo; input: PassThrough & { isTTY: boolean }; shown: () => string; raw: boolean[]; order: string[] } {
   const input = Object.assign(new PassThrough(), { isTTY: true })
   const raw: boolean[] = []
-  ;(input as unknown as { setRawMode: (m: boolean) => void }).setRawMode = (m) => void raw.push(m)
+  const order: string[] = []
+  ;(input as unknown as { setRawMode: (m: boolean) => void }).setRawMode = (m) => {
+    raw.push(m)
+    order.push(`raw ${m}`)
+  }
   let out = ''
-  return { io: { input, prompt: (s) => (out += s) }, input, shown: () => out, raw }
+  const prompt = (s: string): void => {
+    out += s
+    order.push(JSON.stringify(s))
+  }
+  return { io: { input, prompt }, input, shown: () => out, raw, order }
 }
 
 t.test('the hidden prompt reads in raw mode, edits with backspace and Ctrl-U, and echoes nothing', async (t) => {
@@ -56,6 +64,9 @@ t.test('the hidden prompt reads in raw mode, edits with backspace and Ctrl-U, an
   t.equal(await asking, 'hunter22!')
   t.equal(term.shown(), 'Password: \n', 'only the prompt and a newline reach the terminal')
   t.same(term.raw, [true, false], 'raw mode on while typing, off after')
+  // regression: the question showed before raw mode was on, and on a busy machine the terminal
+  // echoed a password typed as soon as it showed (the real-terminal test below saw it)
+  t.same(term.order, ['raw true', '"Password: "', 'raw false', '"\\n"'], 'raw mode on before the question shows')
 
   const cancelled = fakeTerminal()
   const c = promptHidden(cancelled.io, 'Password: ')
