@@ -14,7 +14,8 @@
  * secure context), but other browsers and curl do not, so --dev is what the README tells
  * developers to use on a laptop, and what is tested here.
  */
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { createServer, type Server } from 'node:http'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -99,8 +100,15 @@ async function startAppServer(t: Test): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`
 }
 
-async function launch(t: Test, profile: string): Promise<{ context: BrowserContext; page: Page }> {
-  mkdirSync(profile, { recursive: true })
+/**
+ * Chromium on a fresh profile directory of its own, outside the test's t.testdir(): tap removes a
+ * test's directory before the teardowns registered after it run, so a profile in it was removed
+ * while Chromium still wrote to it (ENOTEMPTY on a busy machine, and the teardowns after the failed
+ * one never ran: the daemon and the app server kept the file alive until its timeout). Here the
+ * profile goes once Chromium has closed.
+ */
+async function launch(t: Test): Promise<{ context: BrowserContext; page: Page }> {
+  const profile = mkdtempSync(join(tmpdir(), 'authd-browser-profile-'))
   // launchPersistentContext takes the fresh profile directory; the flags keep Chromium quiet and offline
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -116,8 +124,14 @@ async function launch(t: Test, profile: string): Promise<{ context: BrowserConte
       '--disable-sync',
     ],
     timeout: 30_000,
+  }).catch((error: unknown) => {
+    rmSync(profile, { recursive: true, force: true })
+    throw error
   })
-  t.teardown(() => context.close())
+  t.teardown(async () => {
+    await context.close()
+    rmSync(profile, { recursive: true, force: true, maxRetries: 5 })
+  })
   // the context's timeout covers navigation and waiting, not page.evaluate: bound that too
   context.setDefaultTimeout(10_000)
   const page = bounded(context.pages()[0] ?? (await context.newPage()))
@@ -178,7 +192,7 @@ t.test('a page on an allowed origin logs in, restores the session from the HttpO
   const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })
   t.equal(reg.status, 201, 'the user exists')
 
-  const { context, page } = await launch(t, join(dir, 'profile'))
+  const { context, page } = await launch(t)
   await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
 
   const login = await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])
@@ -238,7 +252,7 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
   t.equal(reg.status, 201)
   const cookieValue = /authd_rt=([^;]+)/.exec(String(reg.headers['set-cookie']))![1]!
 
-  const { context, page } = await launch(t, join(dir, 'profile'))
+  const { context, page } = await launch(t)
   // the user signed in earlier: the browser holds a live refresh cookie for authd's host
   await context.addCookies([{ name: COOKIE, value: cookieValue, url: authd.url + '/', httpOnly: true, sameSite: 'Strict' }])
   t.ok(await refreshCookie(context, authd.url))
@@ -283,7 +297,7 @@ t.test('a planted second refresh cookie: the browser sends both, authd touches n
   const appOrigin = await startAppServer(t)
   const authd = await spawnDaemon(t, join(dir, 'data'), { args: ['--dev'], env: { AUTHD_CORS_ORIGINS: appOrigin } })
   t.equal((await call(authd.url, 'POST', '/api/auth/register', { json: { email: EMAIL, password: PASSWORD } })).status, 201)
-  const { context, page } = await launch(t, join(dir, 'profile'))
+  const { context, page } = await launch(t)
   await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
   t.equal((await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])).status, 200)
   const ours = (await refreshCookie(context, authd.url))!.value
@@ -326,7 +340,7 @@ t.test('a page signs in with a password and a TOTP code, restores the session af
   const confirm = await call(authd.url, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer, json: { code: appCode(secret) } })
   t.equal(confirm.status, 200, 'confirm: the factor is on')
 
-  const { context, page } = await launch(t, join(dir, 'profile'))
+  const { context, page } = await launch(t)
   await page.goto(`${appOrigin}/?authd=${encodeURIComponent(authd.url)}`)
 
   const first = await page.evaluate(([e, p]) => window.app.login(e, p), [EMAIL, PASSWORD])
