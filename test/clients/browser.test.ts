@@ -268,10 +268,10 @@ t.test('a page on an origin not in cors.origins is refused, and cannot rotate th
 
   // a no-cors request is sent anyway (the browser attaches the same-site cookie); authd must refuse
   // to act on it, because the browser would store a rotated cookie even from an opaque response
-  const opaque = await page.evaluate(async (base) => {
-    const res = await fetch(base + '/api/auth/refresh', { method: 'POST', mode: 'no-cors', credentials: 'include', signal: AbortSignal.timeout(15_000) })
+  const opaque = await page.evaluate(async ([base, timeoutMs]) => {
+    const res = await fetch(base + '/api/auth/refresh', { method: 'POST', mode: 'no-cors', credentials: 'include', signal: AbortSignal.timeout(timeoutMs) })
     return res.type
-  }, authd.url)
+  }, [authd.url, FETCH_TIMEOUT_MS] as const)
   t.equal(opaque, 'opaque')
 
   // what authd itself answered, from its request log
