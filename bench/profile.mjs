@@ -133,7 +133,7 @@ if (onPg) {
     `statements (per request, mean time in the server, WAL, full-page images and buffers touched per call, text):\n${top.join('\n')}\n\n`
 }
 process.stdout.write(
-  `${kind}${onPg ? ' on PostgreSQL' : ''}: ${r.rps.toFixed(0)} requests/s under load (${seconds} s after a 2 s warm-up; the profile below covers the measured run)\n` +
+  `${kind}${onPg ? ' on PostgreSQL' : ''}: ${r.rps.toFixed(0)} requests/s under load, p50 ${r.p50Ms} ms, p99 ${r.p99Ms} ms (${seconds} s after a 2 s warm-up; the profile below covers the measured run)\n` +
     `CPU per request: main thread ${perReq(mainMs)} µs, other threads ${perReq(otherMs)} µs\n` +
     dbText +
     `main-thread profile: busy ${s.busyMs.toFixed(0)} ms, idle ${s.idleMs.toFixed(0)} ms\n\nself time by area:\n${s.areas.slice(0, 20).join('\n')}\n\n` +

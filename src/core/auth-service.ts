@@ -7,7 +7,7 @@ import type { Config, RateRule } from '../config/types.js'
 import { formatDuration } from '../config/duration.js'
 import { apiDraft, type AuditEventName, type LoginFailureReason } from './audit.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
-import type { AuditDraft, LimitClearTarget, Store, UserRecord } from '../store/store.js'
+import type { AuditDraft, LimitClearTarget, Store, StoreCharge, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Keyring } from './keys.js'
 import type { MeAnswer, MeView } from './me-view.js'
@@ -153,6 +153,12 @@ export interface AuthService {
 
 /** A limiter's refusal */
 type Refusal = Extract<ConsumeResult, { ok: false }>
+
+/** a refresh the limiter refused (its token not looked at) */
+interface RefreshRefused {
+  kind: 'rate_limited'
+  attempt: Refusal
+}
 
 /** A password check the login limits refused: which limit, and when to retry */
 export interface LoginRefusal {
@@ -703,21 +709,22 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const allowed = await limiter.consume([{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }])
-      if (!allowed.ok) {
-        await blocked('refresh.per_ip', rl.refresh.perIp, allowed, client)
-        events.refresh('rate_limited')
-        events.rateLimited('refresh.per_ip')
-        throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: allowed.retryAfterS })
-      }
       const now = deps.now()
       const hash = hashToken(token)
-      const keys = readKeys()
       // the session's user, read with it: the one the decision that took effect saw
       let user: UserRecord | undefined
-      const outcome: RefreshOutcome = await store.refreshSession(
+      // counted per address before the token is looked at (on PostgreSQL in the read's round trip)
+      const charge: StoreCharge<RefreshOutcome | RefreshRefused> = {
+        limiter,
+        entries: [{ key: limitKey('refresh_ip', client.ipKey), rule: rl.refresh.perIp, keep: Keep.ADDRESS }],
+        refused: (attempt) => ({ kind: 'rate_limited', attempt }),
+      }
+      // the keys read while the decision is written; a refused refresh reads none
+      let keys: Promise<unknown> | undefined
+      const outcome = await store.refreshSession<RefreshOutcome | RefreshRefused>(
         hash,
         (s, u) => {
+          keys ??= readKeys()
           user = u
           const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
           // the session ends in this write: its event with it, naming its user (id and email, as
@@ -727,7 +734,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           return { ...d, audit: [event] }
         },
         familyHashOf(token),
+        charge,
       )
+      if (outcome.kind === 'rate_limited') {
+        await blocked('refresh.per_ip', rl.refresh.perIp, outcome.attempt, client)
+        events.refresh('rate_limited')
+        events.rateLimited('refresh.per_ip')
+        throw new AppError('TOO_MANY_REQUESTS', { retryAfterS: outcome.attempt.retryAfterS })
+      }
       if (outcome.kind === 'reuse') {
         events.refresh('reuse')
         log.warn({ event: 'refresh_reuse', sessionId: outcome.session.id, userId: outcome.session.userId, ip: client.ip }, 'refresh token reused: session revoked')
@@ -741,7 +755,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
       // the session's amr, as its login proved it
-      const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr }, keys)
+      const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr }, keys ?? readKeys())
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
       return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
     },

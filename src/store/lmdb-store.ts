@@ -13,6 +13,7 @@ import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
   EXPORT_FORMAT,
+  chargeFirst,
   hashParamsKey,
   liveUnder,
   settleKeys,
@@ -30,6 +31,7 @@ import {
   type SessionLimit,
   type SessionRecord,
   type Store,
+  type StoreCharge,
   type UserRecord,
 } from './store.js'
 
@@ -497,7 +499,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       if (evicted.length > 0) await root.flushed
       return evicted
     },
-    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string) {
+    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string, charge?: StoreCharge<T>) {
+      const refused = await chargeFirst(charge)
+      if (refused !== undefined) return refused.refused
       let revoked = false
       const result = await write((changed) => {
         const sid = (tooLong(tokenHash) ? undefined : refresh.get(tokenHash)) ?? (familyHash === undefined || tooLong(familyHash) ? undefined : refresh.get(familyHash))

@@ -10,6 +10,7 @@
  * longer than its query timeout): the daemon answers 503 `Service unavailable` with `Retry-After: 1`.
  */
 import type { Algorithm } from '../config/types.js'
+import type { ConsumeResult, RateEntry, RateLimiter } from './rate-limit.js'
 
 export interface UserRecord {
   id: string
@@ -178,6 +179,25 @@ export type RefreshDecision<T> = (
   | { action: 'none'; result: T }
 ) & { audit?: Audit }
 
+/**
+ * A limiter charge a refresh makes before its token is looked at (refreshSession's `charge`):
+ * `entries` counted on `limiter`, all or none. Refused, the session is not looked at and the
+ * refresh resolves to `refused(result)`. A store that counts in the database it reads from (the
+ * limiter is its own) charges in the same round trip as the read.
+ */
+export interface StoreCharge<T> {
+  limiter: RateLimiter
+  entries: ReadonlyArray<RateEntry>
+  refused(result: Extract<ConsumeResult, { ok: false }>): T
+}
+
+/** a charge made on its own, before the rest of the operation: the refusal's answer, else undefined */
+export async function chargeFirst<T>(charge: StoreCharge<T> | undefined): Promise<{ refused: T } | undefined> {
+  if (charge === undefined) return undefined
+  const attempt = await charge.limiter.consume(charge.entries)
+  return attempt.ok ? undefined : { refused: charge.refused(attempt) }
+}
+
 export type StoreBackend = 'lmdb' | 'postgres'
 
 /** what an import loaded */
@@ -345,9 +365,15 @@ export interface Store {
    * one of the token's family (`familyHash`: any token the session ever had), and lets
    * `decide` choose, atomically with respect to every other writer, what happens to it. `decide`
    * is given the session's user too, read with it (undefined when there is no session or the
-   * user is gone), so a refresh needs no read of its own.
+   * user is gone), so a refresh needs no read of its own. With `charge`, the limiter is charged
+   * first (StoreCharge): refused, nothing is read or decided.
    */
-  refreshSession<T>(tokenHash: string, decide: (session: SessionRecord | undefined, user: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T>
+  refreshSession<T>(
+    tokenHash: string,
+    decide: (session: SessionRecord | undefined, user: UserRecord | undefined) => RefreshDecision<T>,
+    familyHash?: string,
+    charge?: StoreCharge<T>,
+  ): Promise<T>
   /**
    * Replaces a session's record with `change(current)`, inside a write transaction; `change` may
    * answer undefined to leave it as it is. Not for rotation (refreshSession): the token entries

@@ -4,12 +4,14 @@
  * alone (and the core functions that decide refreshes and verify the audit chain), never to a
  * backend's insides.
  *
- * `open()` must give a fresh, empty store each call; the suite closes every store it opens.
+ * `open()` must give a fresh, empty store each call, with the limiter the daemon counts in beside
+ * it (the store's own on PostgreSQL, one in process on LMDB); the suite closes every store it opens.
  */
 import type { Test } from 'tap'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
 import { verifyChain } from '../../src/core/audit.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
+import type { RateLimiter } from '../../src/store/rate-limit.js'
 import type {
   AuditAnchor,
   AuditDraft,
@@ -20,6 +22,7 @@ import type {
   SessionLimit,
   SessionRecord,
   Store,
+  StoreCharge,
   UserRecord,
 } from '../../src/store/store.js'
 
@@ -126,12 +129,13 @@ async function* fromArray<T>(xs: readonly T[]): AsyncGenerator<T> {
   for (const x of xs) yield x
 }
 
-export async function storeConformance(t: Test, open: () => Promise<Store>): Promise<void> {
-  const fresh = async (t: Test): Promise<Store> => {
-    const store = await open()
-    t.teardown(() => store.close())
-    return store
+export async function storeConformance(t: Test, open: () => Promise<{ store: Store; limiter: RateLimiter }>): Promise<void> {
+  const opened = async (t: Test): Promise<{ store: Store; limiter: RateLimiter }> => {
+    const o = await open()
+    t.teardown(() => o.store.close())
+    return o
   }
+  const fresh = async (t: Test): Promise<Store> => (await opened(t)).store
 
   /** a session made as the login endpoint makes it, with a real refresh token */
   const login = async (store: Store, id: string, userId: string, at = T0): Promise<string> => {
@@ -405,6 +409,48 @@ export async function storeConformance(t: Test, open: () => Promise<Store>): Pro
     t.equal(outs.filter((o) => o.kind === 'rotated').length, 1, 'twenty at once: one rotation')
     t.equal(outs.filter((o) => o.kind === 'grace').length, 19, 'the rest inside the grace')
     t.equal(new Set(outs.map((o) => ('token' in o ? o.token : ''))).size, 1, 'one successor for all')
+  })
+
+  await t.test('refreshSession with a charge: counted before the token is looked at; refused, nothing is read, decided or written', async (t) => {
+    const { store, limiter } = await opened(t)
+    const rule = { count: 2, windowMs: 60_000, text: '2/1m' }
+    const entries = [{ key: 'refresh_ip:conformance', rule }]
+    type Charged = RefreshOutcome | { kind: 'refused'; retryAfterS: number; firstBlock: boolean }
+    const charge: StoreCharge<Charged> = { limiter, entries, refused: (r) => ({ kind: 'refused', retryAfterS: r.retryAfterS, firstBlock: r.firstBlock }) }
+    let decided = 0
+    const charged = (token: string, now: number): Promise<Charged> =>
+      store.refreshSession<Charged>(
+        hashToken(token),
+        (s) => {
+          decided++
+          return decideRefresh(s, { token, hash: hashToken(token) }, { now, policy })
+        },
+        familyHashOf(token),
+        charge,
+      )
+
+    const rt0 = await login(store, 'sc', 'u1')
+    const first = await charged(rt0, T0 + 1000)
+    t.equal(first.kind, 'rotated', 'the first charge made: the token rotates')
+    const rt1 = first.kind === 'rotated' ? first.token : ''
+    t.equal((await charged('not-a-token-of-any-session', T0 + 1100)).kind, 'unknown', 'an unknown token is charged too, and decided as unknown')
+    t.equal(decided, 2)
+
+    const refused = await charged(rt1, T0 + 2000)
+    t.equal(refused.kind, 'refused', 'the third charge of a limit of two: refused')
+    t.ok(refused.kind === 'refused' && refused.retryAfterS >= 1 && refused.retryAfterS <= 60, 'with a Retry-After within the window')
+    t.ok(refused.kind === 'refused' && refused.firstBlock, "the window's first refusal says so")
+    t.equal(decided, 2, 'nothing was decided')
+    const again = await charged(rt1, T0 + 2100)
+    t.ok(again.kind === 'refused' && !again.firstBlock, 'refused again, not a first block')
+    t.equal((await store.getSession('sc'))?.refreshHash, hashToken(rt1), 'the session is as the first refresh left it')
+
+    const counted = await limiter.consume(entries)
+    t.equal(counted.ok, false, 'the charges made are counted where the limiter counts: its own consume is refused')
+    await limiter.reset(entries[0]!.key)
+    const after = await charged(rt1, T0 + 3000)
+    t.equal(after.kind, 'rotated', 'once the limit is cleared, the same token rotates')
+    t.equal(decided, 3)
   })
 
   await t.test('updateSession, sweepSessions and the revocations', async (t) => {

@@ -7,6 +7,6 @@ import { storeConformance } from './conformance.js'
 await storeConformance(t, async () => {
   const db = await pgDatabase(t)
   if (db === null) throw new Error('no PostgreSQL')
-  const { store } = await openPgStore({ url: db.url, poolSize: 4 })
-  return store
+  // the store with its own limiter, in the same database
+  return openPgStore({ url: db.url, poolSize: 4 })
 })

@@ -38,7 +38,27 @@ interface Counted {
 }
 
 
+/** authd_rate_consume's answer (one row) */
+export interface ConsumeRow {
+  ok: boolean
+  wait_us: number
+  blocked_by: number
+  at_us: number | null
+  first_block: boolean
+}
+
+/** the columns of authd_rate_consume($1, $2, $3) that `settle` reads */
+export const CONSUME_COLUMNS = 'ok, wait_us, blocked_by, at_us, first_block'
+
 export interface PgRateLimiter extends RateLimiter {
+  refusedNow(entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined
+  /**
+   * A consume made by another statement (the store's, charging in the same round trip as its
+   * read): the arguments of authd_rate_consume for `entries`, and `settle` for the row it answered,
+   * which takes it as `consume` would have (the refusal remembered, the charge's token issued).
+   */
+  consumeArgs(entries: ReadonlyArray<RateEntry>): unknown[]
+  settle(entries: ReadonlyArray<RateEntry>, row: ConsumeRow): ConsumeResult
   /** deletes the logs whose events have all left their window (one bounded batch); how many */
   prune(): Promise<number>
   /** stops the periodic prune */
@@ -85,6 +105,24 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
   }
 
+  const consumeArgs = (entries: ReadonlyArray<RateEntry>): unknown[] => [entries.map((e) => e.key), entries.map((e) => e.rule.windowMs), entries.map((e) => e.rule.count)]
+  const settle = (entries: ReadonlyArray<RateEntry>, r: ConsumeRow): ConsumeResult => {
+    if (!r.ok) {
+      const waitMs = r.wait_us / 1000
+      const t = now()
+      const c = counter(entries[r.blocked_by]!)
+      // a counter listed twice in one call was refused for the double charge: not remembered
+      if (entries.filter((e) => counter(e) === c).length === 1) {
+        if (refusals.size >= REFUSALS_KEPT) refusals.clear()
+        refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
+      }
+      return { ok: false, retryAfterS: Math.max(1, Math.ceil(r.wait_us / 1e6)), blockedBy: r.blocked_by, firstBlock: r.first_block }
+    }
+    const token: ConsumeToken = { kind: 'rate-limit-token' }
+    issued.set(token, { keys: entries.map((e) => e.key), windows: entries.map((e) => e.rule.windowMs), at: r.at_us! })
+    return { ok: true, token }
+  }
+
   const timer = setInterval(() => {
     prune().catch(() => {
       // the database is away: the next run tries again
@@ -95,29 +133,14 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
   return {
     refusedNow: remembered,
 
+    consumeArgs,
+    settle,
+
     async consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult> {
       const held = remembered(entries)
       if (held !== undefined) return held
-      const keys = entries.map((e) => e.key)
-      const windows = entries.map((e) => e.rule.windowMs)
-      const [r] = await db.query<{ ok: boolean; wait_us: number; blocked_by: number; at_us: number | null; first_block: boolean }>(
-        `SELECT ok, wait_us, blocked_by, at_us, first_block FROM authd_rate_consume($1, $2, $3)`,
-        [keys, windows, entries.map((e) => e.rule.count)],
-      )
-      if (!r!.ok) {
-        const waitMs = r!.wait_us / 1000
-        const t = now()
-        const c = counter(entries[r!.blocked_by]!)
-        // a counter listed twice in one call was refused for the double charge: not remembered
-        if (entries.filter((e) => counter(e) === c).length === 1) {
-          if (refusals.size >= REFUSALS_KEPT) refusals.clear()
-          refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
-        }
-        return { ok: false, retryAfterS: Math.max(1, Math.ceil(r!.wait_us / 1e6)), blockedBy: r!.blocked_by, firstBlock: r!.first_block }
-      }
-      const token: ConsumeToken = { kind: 'rate-limit-token' }
-      issued.set(token, { keys, windows, at: r!.at_us! })
-      return { ok: true, token }
+      const [r] = await db.query<ConsumeRow>(`SELECT ${CONSUME_COLUMNS} FROM authd_rate_consume($1, $2, $3)`, consumeArgs(entries))
+      return settle(entries, r!)
     },
 
     async release(token, reset) {

@@ -13,6 +13,7 @@
  */
 import { redactUrl } from '../../config/redact-url.js'
 import {
+  chargeFirst,
   hashParamsKey,
   liveUnder,
   settleKeys,
@@ -31,13 +32,14 @@ import {
   type SessionAudit,
   type SessionRecord,
   type Store,
+  type StoreCharge,
   type UserRecord,
 } from '../store.js'
 import type { RateLimiter } from '../rate-limit.js'
 import { AppError } from '../../errors.js'
 import { appendAuditTx, auditArgs } from './audit-append.js'
 import { openDb, sqlState, type Db, type Sql } from './db.js'
-import { createPgRateLimiter } from './limiter.js'
+import { CONSUME_COLUMNS, createPgRateLimiter, type ConsumeRow, type PgRateLimiter } from './limiter.js'
 import { migratePg, PG_SCHEMA_VERSION, schemaVersionOf } from './schema.js'
 import { exportPg, importPg } from './transfer.js'
 
@@ -103,6 +105,16 @@ const REFRESH_READ = `
   SELECT s.record, s.xmin::text AS v, u.record AS user FROM authd_sessions s LEFT JOIN authd_users u ON u.id = s.user_id
   WHERE s.id = (SELECT t.session_id FROM authd_session_tokens t WHERE t.hash = $1 OR t.hash = $2
                 ORDER BY t.hash = $1 DESC LIMIT 1)`
+
+/**
+ * REFRESH_READ after a charge of the limiter (authd_rate_consume of $3, $4, $5), in one round
+ * trip: the session is read only when the charge was made. The read's snapshot is the
+ * statement's, taken before the charge: it sees what a read made just before would have.
+ */
+const CHARGED_REFRESH_READ = `
+  SELECT c.*, r.record, r.v, r.user
+  FROM (SELECT ${CONSUME_COLUMNS} FROM authd_rate_consume($3, $4, $5)) c
+  LEFT JOIN LATERAL (${REFRESH_READ}) r ON c.ok`
 
 /** PUT_SESSION's values for a rotation to `next` (the family's entry stays as it is) */
 function rotationColumns(next: SessionRecord): unknown[] {
@@ -294,11 +306,11 @@ export async function openPgStore(opts: PgStoreOptions): Promise<{ store: Store;
     throw err
   }
   const limiter = createPgRateLimiter(db)
-  const store = createPgStore(db, redactUrl(opts.url), () => limiter.close())
+  const store = createPgStore(db, redactUrl(opts.url), limiter)
   return { store, limiter }
 }
 
-function createPgStore(db: Db, location: string, onClose: () => void): Store {
+function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store {
   // meRead's version: a backend without a cheap change counter answers one that never repeats,
   // so the caller reads every session every time
   let meVersion = 0
@@ -451,12 +463,34 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       if (ok) return ended
       return createSessionLocked(s, limit, audit)
     },
-    async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string): Promise<T> {
+    async refreshSession<T>(
+      tokenHash: string,
+      decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>,
+      familyHash?: string,
+      charge?: StoreCharge<T>,
+    ): Promise<T> {
       // Two round trips where nothing races (a refresh's usual case): the session read without a
-      // lock, the decision taken, and the rotation written in one statement only if the row is
-      // still the version read (its xmin). Whatever else (a decision with events, a revocation, a
-      // row changed in between) takes the locked transaction below, which decides again.
-      const [seen] = await db.query<{ record: SessionRecord; v: string; user: UserRecord | null }>(REFRESH_READ, [tokenHash, familyHash ?? null])
+      // lock (with the limiter's charge, when it is this database's), the decision taken, and the
+      // rotation written in one statement only if the row is still the version read (its xmin).
+      // Whatever else (a decision with events, a revocation, a row changed in between) takes the
+      // locked transaction below, which decides again.
+      let seen: { record: SessionRecord; v: string; user: UserRecord | null } | undefined
+      if (charge !== undefined && charge.limiter === limiter) {
+        const known = limiter.refusedNow(charge.entries)
+        if (known !== undefined && !known.ok) return charge.refused(known)
+        const [row] = await db.query<ConsumeRow & { record: SessionRecord | null; v: string | null; user: UserRecord | null }>(CHARGED_REFRESH_READ, [
+          tokenHash,
+          familyHash ?? null,
+          ...limiter.consumeArgs(charge.entries),
+        ])
+        const attempt = limiter.settle(charge.entries, row!)
+        if (!attempt.ok) return charge.refused(attempt)
+        if (row!.record !== null) seen = { record: row!.record, v: row!.v!, user: row!.user }
+      } else {
+        const refused = await chargeFirst(charge)
+        if (refused !== undefined) return refused.refused
+        ;[seen] = await db.query<{ record: SessionRecord; v: string; user: UserRecord | null }>(REFRESH_READ, [tokenHash, familyHash ?? null])
+      }
       const d = decide(seen?.record, seen?.user ?? undefined)
       if ((d.audit ?? []).length === 0) {
         if (d.action === 'none' || (d.action === 'revoke' && seen === undefined)) return d.result
@@ -763,7 +797,7 @@ function createPgStore(db: Db, location: string, onClose: () => void): Store {
       throw new AppError('NO_BACKUP')
     },
     async close() {
-      onClose()
+      limiter.close()
       await db.end()
     },
   }
