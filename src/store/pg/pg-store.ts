@@ -107,9 +107,10 @@ const REFRESH_READ = `
                 ORDER BY t.hash = $1 DESC LIMIT 1)`
 
 /**
- * REFRESH_READ after a charge of the limiter (authd_rate_consume of $3, $4, $5), in one round
- * trip: the session is read only when the charge was made. The read's snapshot is the
- * statement's, taken before the charge: it sees what a read made just before would have.
+ * REFRESH_READ beside a charge of the limiter (authd_rate_consume of $3, $4, $5), in one round
+ * trip: the session comes back only when the charge was made (the planner makes its few index
+ * reads either way; they are cheaper than a condition that would keep it from them). The read's
+ * snapshot is the statement's, taken before the charge: it sees what a read made just before would.
  */
 const CHARGED_REFRESH_READ = `
   SELECT c.*, r.record, r.v, r.user
