@@ -108,8 +108,8 @@ const REFRESH_READ = `
 
 /**
  * REFRESH_READ beside a charge of the limiter (authd_rate_consume of $3, $4, $5), in one round
- * trip: the session comes back only when the charge was made (the planner makes its few index
- * reads either way; they are cheaper than a condition that would keep it from them). The read's
+ * trip: the session comes back only when the charge was made (its few index reads are made
+ * either way: the planner runs the read as an init plan, also with c.ok inside it). The read's
  * snapshot is the statement's, taken before the charge: it sees what a read made just before would.
  */
 const CHARGED_REFRESH_READ = `
