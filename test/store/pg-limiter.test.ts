@@ -10,6 +10,8 @@ import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
 import { openPgStore } from '../../src/store/pg/pg-store.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ClientContext } from '../../src/core/auth-service.js'
+import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome } from '../../src/core/sessions.js'
+import type { StoreCharge } from '../../src/store/store.js'
 import { pgDatabase } from '../helpers/pg.js'
 import { addUser, buildApp } from '../helpers/app.js'
 
@@ -397,4 +399,52 @@ t.test('rate_limit.block: three instances on one PostgreSQL database refusing on
   t.equal(blocks.length, 1, 'one block recorded')
   t.match(blocks[0], { email: 'ann@example.com', ip: client.ip, detail: { limit: 'login.per_ip_email', window: '15m' } })
   t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
+})
+
+t.test("a refresh charges the store's own limiter in the session read's round trip", async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const { store, limiter } = await openPgStore({ url: db.url, poolSize: 4 })
+  t.teardown(() => store.close())
+  const token = newRefreshToken()
+  const at = Date.now()
+  await store.createSession({
+    id: 'sr',
+    userId: 'u1',
+    createdAt: at,
+    lastUsedAt: at,
+    expiresAt: at + 60 * MIN,
+    ip: '127.0.0.1',
+    userAgent: 'test',
+    refreshHash: hashToken(token),
+    previousHash: null,
+    rotatedAt: null,
+    generation: 0,
+    familyHash: familyHashOf(token),
+    rotations: [],
+    amr: ['pwd'],
+  })
+  const policy = { idleTtlMs: 60 * MIN, absoluteTtlMs: 60 * MIN, reuseGraceMs: 10_000 }
+  const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.9'), rule: rule(1) }]
+  type Charged = RefreshOutcome | { kind: 'refused' }
+  const charge: StoreCharge<Charged> = { limiter, entries, refused: () => ({ kind: 'refused' }) }
+  // every statement any connection of this process sends, BEGIN and COMMIT included
+  let statements = 0
+  const query = pg.Client.prototype.query
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    statements++
+    return (query as (...a: unknown[]) => unknown).apply(this, args)
+  } as typeof query
+  t.teardown(() => {
+    pg.Client.prototype.query = query
+  })
+  const refresh = async (presented: string): Promise<{ kind: string; statements: number }> => {
+    const before = statements
+    const out = await store.refreshSession<Charged>(hashToken(presented), (s) => decideRefresh(s, { token: presented, hash: hashToken(presented) }, { now: Date.now(), policy }), familyHashOf(presented), charge)
+    return { kind: out.kind, statements: statements - before }
+  }
+
+  t.same(await refresh(token), { kind: 'rotated', statements: 2 }, 'rotated in two statements: the charge with the read, then the rotation')
+  t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 1 }, 'over the limit: one statement, nothing else asked')
+  t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 0 }, 'refused again within the hold: answered from memory')
 })
