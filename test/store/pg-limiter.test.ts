@@ -11,6 +11,7 @@ import { openPgStore } from '../../src/store/pg/pg-store.js'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { ClientContext } from '../../src/core/auth-service.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome } from '../../src/core/sessions.js'
+import { newSession, policy } from '../helpers/refresh-store.js'
 import type { StoreCharge } from '../../src/store/store.js'
 import { pgDatabase } from '../helpers/pg.js'
 import { addUser, buildApp } from '../helpers/app.js'
@@ -406,25 +407,7 @@ t.test("a refresh charges the store's own limiter in the session read's round tr
   if (!db) return
   const { store, limiter } = await openPgStore({ url: db.url, poolSize: 4 })
   t.teardown(() => store.close())
-  const token = newRefreshToken()
-  const at = Date.now()
-  await store.createSession({
-    id: 'sr',
-    userId: 'u1',
-    createdAt: at,
-    lastUsedAt: at,
-    expiresAt: at + 60 * MIN,
-    ip: '127.0.0.1',
-    userAgent: 'test',
-    refreshHash: hashToken(token),
-    previousHash: null,
-    rotatedAt: null,
-    generation: 0,
-    familyHash: familyHashOf(token),
-    rotations: [],
-    amr: ['pwd'],
-  })
-  const policy = { idleTtlMs: 60 * MIN, absoluteTtlMs: 60 * MIN, reuseGraceMs: 10_000 }
+  const { token } = await newSession(store, { id: 'sr', at: Date.now() })
   const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.9'), rule: rule(1) }]
   type Charged = RefreshOutcome | { kind: 'refused' }
   const charge: StoreCharge<Charged> = { limiter, entries, refused: () => ({ kind: 'refused' }) }
