@@ -709,10 +709,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         events.refresh('invalid')
         throw new AppError('INVALID_REFRESH_TOKEN')
       }
-      const now = deps.now()
       const hash = hashToken(token)
       // the session's user, read with it: the one the decision that took effect saw
       let user: UserRecord | undefined
+      // the time of the decision: taken once the charge is made (it may have waited for its counter)
+      let now: number | undefined
       // counted per address before the token is looked at (on PostgreSQL in the read's round trip)
       const charge: StoreCharge<RefreshOutcome | RefreshRefused> = {
         limiter,
@@ -725,6 +726,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         hash,
         (s, u) => {
           keys ??= readKeys()
+          now ??= deps.now()
           user = u
           const d = decideRefresh(s, { token, hash }, { now, policy: sessionPolicy })
           // the session ends in this write: its event with it, naming its user (id and email, as

@@ -180,10 +180,10 @@ export type RefreshDecision<T> = (
 ) & { audit?: Audit }
 
 /**
- * A limiter charge a refresh makes before its token is looked at (refreshSession's `charge`):
- * `entries` counted on `limiter`, all or none. Refused, the session is not looked at and the
- * refresh resolves to `refused(result)`. A store that counts in the database it reads from (the
- * limiter is its own) charges in the same round trip as the read.
+ * A limiter charge a refresh makes before its token is decided on (refreshSession's `charge`):
+ * `entries` counted on `limiter`, all or none. Refused, nothing is decided or written, no session
+ * is given to `decide`, and the refresh resolves to `refused(result)`. A store that counts in the
+ * database it reads from (the limiter is its own) charges in the same statement as its read.
  */
 export interface StoreCharge<T> {
   limiter: RateLimiter
@@ -366,7 +366,7 @@ export interface Store {
    * `decide` choose, atomically with respect to every other writer, what happens to it. `decide`
    * is given the session's user too, read with it (undefined when there is no session or the
    * user is gone), so a refresh needs no read of its own. With `charge`, the limiter is charged
-   * first (StoreCharge): refused, nothing is read or decided.
+   * first (StoreCharge): refused, nothing is decided or written.
    */
   refreshSession<T>(
     tokenHash: string,

@@ -411,7 +411,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     t.equal(new Set(outs.map((o) => ('token' in o ? o.token : ''))).size, 1, 'one successor for all')
   })
 
-  await t.test('refreshSession with a charge: counted before the token is looked at; refused, nothing is read, decided or written', async (t) => {
+  await t.test('refreshSession with a charge: counted where the limiter counts, before the decision; refused, nothing is decided or written', async (t) => {
     const { store, limiter } = await opened(t)
     const rule = { count: 2, windowMs: 60_000, text: '2/1m' }
     const entries = [{ key: 'refresh_ip:conformance', rule }]
@@ -428,29 +428,32 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
         familyHashOf(token),
         charge,
       )
+    const successor = (out: Charged): string => (out.kind === 'rotated' ? out.token : '')
 
     const rt0 = await login(store, 'sc', 'u1')
-    const first = await charged(rt0, T0 + 1000)
-    t.equal(first.kind, 'rotated', 'the first charge made: the token rotates')
-    const rt1 = first.kind === 'rotated' ? first.token : ''
-    t.equal((await charged('not-a-token-of-any-session', T0 + 1100)).kind, 'unknown', 'an unknown token is charged too, and decided as unknown')
+    const rt1 = successor(await charged(rt0, T0 + 1000))
+    t.not(rt1, '', 'the first charge made: the token rotates')
+    t.equal((await charged(newRefreshToken(), T0 + 1100)).kind, 'unknown', 'an unknown token is charged too, and decided as unknown')
     t.equal(decided, 2)
+    const direct = await limiter.consume(entries)
+    t.ok(!direct.ok && direct.firstBlock, "the two charges were counted where the limiter counts: its own consume is refused, the window's first block")
 
     const refused = await charged(rt1, T0 + 2000)
-    t.equal(refused.kind, 'refused', 'the third charge of a limit of two: refused')
-    t.ok(refused.kind === 'refused' && refused.retryAfterS >= 1 && refused.retryAfterS <= 60, 'with a Retry-After within the window')
-    t.ok(refused.kind === 'refused' && refused.firstBlock, "the window's first refusal says so")
+    t.ok(refused.kind === 'refused' && !refused.firstBlock, 'a charge over the limit is refused (not a first block: the consume above was)')
     t.equal(decided, 2, 'nothing was decided')
-    const again = await charged(rt1, T0 + 2100)
-    t.ok(again.kind === 'refused' && !again.firstBlock, 'refused again, not a first block')
     t.equal((await store.getSession('sc'))?.refreshHash, hashToken(rt1), 'the session is as the first refresh left it')
 
-    const counted = await limiter.consume(entries)
-    t.equal(counted.ok, false, 'the charges made are counted where the limiter counts: its own consume is refused')
+    // a new window: the charge's own refusal is the first block, with a Retry-After within it
     await limiter.reset(entries[0]!.key)
-    const after = await charged(rt1, T0 + 3000)
-    t.equal(after.kind, 'rotated', 'once the limit is cleared, the same token rotates')
-    t.equal(decided, 3)
+    const rt2 = successor(await charged(rt1, T0 + 3000))
+    t.not(rt2, '', 'once the limit is cleared, the same token rotates')
+    t.equal((await charged(newRefreshToken(), T0 + 3100)).kind, 'unknown')
+    const first = await charged(rt2, T0 + 4000)
+    t.equal(first.kind, 'refused', 'the third charge of a limit of two: refused')
+    t.ok(first.kind === 'refused' && first.firstBlock, "the charge's refusal says it is the window's first block")
+    t.ok(first.kind === 'refused' && first.retryAfterS >= 1 && first.retryAfterS <= 60, 'with a Retry-After within the window')
+    t.equal(decided, 4, 'the refused one decided nothing')
+    t.equal((await store.getSession('sc'))?.refreshHash, hashToken(rt2))
   })
 
   await t.test('updateSession, sweepSessions and the revocations', async (t) => {

@@ -431,3 +431,27 @@ t.test("a refresh charges the store's own limiter in the session read's round tr
   t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 1 }, 'over the limit: one statement, nothing else asked')
   t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 0 }, 'refused again within the hold: answered from memory')
 })
+
+t.test('twenty charged refreshes of one token at once: one rotation, the rest in the grace, each charged once', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const { store, limiter } = await openPgStore({ url: db.url, poolSize: 8 })
+  t.teardown(() => store.close())
+  const { token } = await newSession(store, { id: 'sq', at: Date.now() })
+  const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.10'), rule: rule(1000) }]
+  type Charged = RefreshOutcome | { kind: 'refused' }
+  const charge: StoreCharge<Charged> = { limiter, entries, refused: () => ({ kind: 'refused' }) }
+  const now = Date.now()
+  // all read the session at one version; the rotations that find it changed take the locked
+  // transaction, which must not charge again
+  const outs = await Promise.all(
+    Array.from({ length: 20 }, () => store.refreshSession<Charged>(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token), charge)),
+  )
+  t.equal(outs.filter((o) => o.kind === 'rotated').length, 1, 'one rotation')
+  t.equal(outs.filter((o) => o.kind === 'grace').length, 19, 'the rest answered within the grace')
+  const admin = new pg.Client({ connectionString: db.url })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  const { rows } = await admin.query(`SELECT cardinality(times) AS n FROM authd_rate WHERE key = $1`, [entries[0]!.key])
+  t.same(rows, [{ n: 20 }], 'twenty events counted on the address: one a refresh')
+})

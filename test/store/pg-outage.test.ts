@@ -68,6 +68,15 @@ t.test('the server stopped: STORE_UNAVAILABLE within 5 s; started: works again w
     ['a read', () => store.getUser('before')],
     ['a write', () => store.createUser(user('during'))],
     ['a refresh', () => store.refreshSession('h', () => ({ action: 'none', result: 0 }))],
+    [
+      'a refresh with its charge (one statement)',
+      () =>
+        store.refreshSession('h', () => ({ action: 'none', result: 0 }), undefined, {
+          limiter,
+          entries: [{ key: limitKey('refresh_ip', 'x'), rule: { count: 5, windowMs: 60_000, text: '5/1m' } }],
+          refused: () => -1,
+        }),
+    ],
     ['/me', () => store.meRead(['s1'], 0, new Set())],
     ['the limiter', () => limiter.consume([{ key: limitKey('a', 'x'), rule: { count: 5, windowMs: 60_000, text: '5/1m' } }])],
     ['ping', () => store.ping()],
