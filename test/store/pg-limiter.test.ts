@@ -402,15 +402,34 @@ t.test('rate_limit.block: three instances on one PostgreSQL database refusing on
   t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
 })
 
-t.test("a refresh charges the store's own limiter in the session read's round trip", async (t) => {
+
+type Charged = RefreshOutcome | { kind: 'refused' }
+
+/**
+ * A PostgreSQL store with its own limiter, one session, and `refresh(token)`: the session store's
+ * refresh with the real decision, charged on that limiter under a limit of `count` per address.
+ */
+async function chargedRefreshes(t: Test, count: number): Promise<{ db: { url: string }; token: string; key: string; refresh(presented: string): Promise<Charged> } | null> {
   const db = await pgDatabase(t)
-  if (!db) return
-  const { store, limiter } = await openPgStore({ url: db.url, poolSize: 4 })
+  if (!db) return null
+  const { store, limiter } = await openPgStore({ url: db.url, poolSize: 8 })
   t.teardown(() => store.close())
-  const { token } = await newSession(store, { id: 'sr', at: Date.now() })
-  const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.9'), rule: rule(1) }]
-  type Charged = RefreshOutcome | { kind: 'refused' }
+  const { token } = await newSession(store, { at: Date.now() })
+  const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.9'), rule: rule(count) }]
   const charge: StoreCharge<Charged> = { limiter, entries, refused: () => ({ kind: 'refused' }) }
+  const now = Date.now()
+  return {
+    db,
+    token,
+    key: entries[0]!.key,
+    refresh: (presented) =>
+      store.refreshSession<Charged>(hashToken(presented), (s) => decideRefresh(s, { token: presented, hash: hashToken(presented) }, { now, policy }), familyHashOf(presented), charge),
+  }
+}
+
+t.test("a refresh charges the store's own limiter in the session read's round trip", async (t) => {
+  const r = await chargedRefreshes(t, 1)
+  if (!r) return
   // every statement any connection of this process sends, BEGIN and COMMIT included
   let statements = 0
   const query = pg.Client.prototype.query
@@ -421,37 +440,28 @@ t.test("a refresh charges the store's own limiter in the session read's round tr
   t.teardown(() => {
     pg.Client.prototype.query = query
   })
-  const refresh = async (presented: string): Promise<{ kind: string; statements: number }> => {
+  const counted = async (presented: string): Promise<{ kind: string; statements: number }> => {
     const before = statements
-    const out = await store.refreshSession<Charged>(hashToken(presented), (s) => decideRefresh(s, { token: presented, hash: hashToken(presented) }, { now: Date.now(), policy }), familyHashOf(presented), charge)
+    const out = await r.refresh(presented)
     return { kind: out.kind, statements: statements - before }
   }
 
-  t.same(await refresh(token), { kind: 'rotated', statements: 2 }, 'rotated in two statements: the charge with the read, then the rotation')
-  t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 1 }, 'over the limit: one statement, nothing else asked')
-  t.same(await refresh(newRefreshToken()), { kind: 'refused', statements: 0 }, 'refused again within the hold: answered from memory')
+  t.same(await counted(r.token), { kind: 'rotated', statements: 2 }, 'rotated in two statements: the charge with the read, then the rotation')
+  t.same(await counted(newRefreshToken()), { kind: 'refused', statements: 1 }, 'over the limit: one statement, nothing else asked')
+  t.same(await counted(newRefreshToken()), { kind: 'refused', statements: 0 }, 'refused again within the hold: answered from memory')
 })
 
 t.test('twenty charged refreshes of one token at once: one rotation, the rest in the grace, each charged once', async (t) => {
-  const db = await pgDatabase(t)
-  if (!db) return
-  const { store, limiter } = await openPgStore({ url: db.url, poolSize: 8 })
-  t.teardown(() => store.close())
-  const { token } = await newSession(store, { id: 'sq', at: Date.now() })
-  const entries: RateEntry[] = [{ key: limitKey('refresh_ip', '203.0.113.10'), rule: rule(1000) }]
-  type Charged = RefreshOutcome | { kind: 'refused' }
-  const charge: StoreCharge<Charged> = { limiter, entries, refused: () => ({ kind: 'refused' }) }
-  const now = Date.now()
+  const r = await chargedRefreshes(t, 1000)
+  if (!r) return
   // all read the session at one version; the rotations that find it changed take the locked
   // transaction, which must not charge again
-  const outs = await Promise.all(
-    Array.from({ length: 20 }, () => store.refreshSession<Charged>(hashToken(token), (s) => decideRefresh(s, { token, hash: hashToken(token) }, { now, policy }), familyHashOf(token), charge)),
-  )
+  const outs = await Promise.all(Array.from({ length: 20 }, () => r.refresh(r.token)))
   t.equal(outs.filter((o) => o.kind === 'rotated').length, 1, 'one rotation')
   t.equal(outs.filter((o) => o.kind === 'grace').length, 19, 'the rest answered within the grace')
-  const admin = new pg.Client({ connectionString: db.url })
+  const admin = new pg.Client({ connectionString: r.db.url })
   await admin.connect()
   t.teardown(() => admin.end())
-  const { rows } = await admin.query(`SELECT cardinality(times) AS n FROM authd_rate WHERE key = $1`, [entries[0]!.key])
+  const { rows } = await admin.query(`SELECT cardinality(times) AS n FROM authd_rate WHERE key = $1`, [r.key])
   t.same(rows, [{ n: 20 }], 'twenty events counted on the address: one a refresh')
 })
