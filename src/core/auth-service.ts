@@ -154,7 +154,7 @@ export interface AuthService {
 /** A limiter's refusal */
 type Refusal = Extract<ConsumeResult, { ok: false }>
 
-/** a refresh the limiter refused (its token not looked at) */
+/** a refresh the limiter refused (nothing decided or written) */
 interface RefreshRefused {
   kind: 'rate_limited'
   attempt: Refusal

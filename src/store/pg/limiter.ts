@@ -51,7 +51,8 @@ export interface ConsumeRow {
 export const CONSUME_COLUMNS = 'ok, wait_us, blocked_by, at_us, first_block'
 
 export interface PgRateLimiter extends RateLimiter {
-  refusedNow(entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined
+  /** a refusal remembered (RateLimiter.refusedNow): only ever a refusal */
+  refusedNow(entries: ReadonlyArray<RateEntry>): Extract<ConsumeResult, { ok: false }> | undefined
   /**
    * A consume made by another statement (the store's, charging in the same round trip as its
    * read): the arguments of authd_rate_consume for `entries`, and `settle` for the row it answered,
@@ -72,7 +73,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
   const counter = (e: RateEntry): string => `${e.key} ${e.rule.windowMs}`
 
   /** a refusal of `entries` remembered and still held, or undefined: ask the database */
-  const remembered = (entries: ReadonlyArray<RateEntry>): ConsumeResult | undefined => {
+  const remembered = (entries: ReadonlyArray<RateEntry>): Extract<ConsumeResult, { ok: false }> | undefined => {
     if (refusals.size === 0) return undefined
     const t = now()
     for (let i = 0; i < entries.length; i++) {

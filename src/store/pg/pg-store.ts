@@ -478,7 +478,7 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       let seen: { record: SessionRecord; v: string; user: UserRecord | null } | undefined
       if (charge !== undefined && charge.limiter === limiter) {
         const known = limiter.refusedNow(charge.entries)
-        if (known !== undefined && !known.ok) return charge.refused(known)
+        if (known !== undefined) return charge.refused(known)
         const [row] = await db.query<ConsumeRow & { record: SessionRecord | null; v: string | null; user: UserRecord | null }>(CHARGED_REFRESH_READ, [
           tokenHash,
           familyHash ?? null,
