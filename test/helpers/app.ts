@@ -13,7 +13,6 @@ import { resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { request } from 'undici'
 import { inject, type Response } from 'light-my-request'
 import type { Test } from 'tap'
 import { loadConfig } from '../../src/config/load.js'
@@ -24,9 +23,8 @@ import { listen } from '../../src/daemon/server.js'
 import type { Store, UserRecord } from '../../src/store/store.js'
 import { newUserId } from '../../src/core/users.js'
 import { REFUSAL_HOLD_MS } from '../../src/store/pg/limiter.js'
-import pg from 'pg'
+import type pg from 'pg'
 import tap from 'tap'
-import { pgDatabase } from './pg.js'
 
 type T = Test
 
@@ -60,7 +58,9 @@ export async function storeEnv(dir: string, opts: { fresh?: boolean } = {}): Pro
   const key = resolve(dir)
   let url = databases.get(key)
   if (url === undefined || opts.fresh === true) {
-    url = pgDatabase(tap).then((db) => {
+    // the PostgreSQL client and server helpers are loaded only here and in onDatabase: on LMDB,
+    // most test processes import this module and need neither (nor undici, see call)
+    url = import('./pg.js').then(({ pgDatabase }) => pgDatabase(tap)).then((db) => {
       if (db === null) throw new Error('TEST_STORE_BACKEND=postgres, but there is no PostgreSQL server to test on (see test/helpers/pg.ts)')
       return db.url
     })
@@ -126,6 +126,7 @@ export async function limiterKeys(app: Services): Promise<number> {
 }
 
 async function onDatabase<R>(app: Services, use: (db: pg.Client) => Promise<R>): Promise<R> {
+  const { default: pg } = await import('pg')
   const db = new pg.Client({ connectionString: app.config.store.url })
   await db.connect()
   try {
@@ -245,6 +246,7 @@ export async function call(
   let text: string
   if (typeof target === 'string') {
     if (opts.remoteAddress !== undefined) throw new Error('call: remoteAddress is for injected requests (a real socket has its own peer)')
+    const { request } = await import('undici')
     const res = await request(target + path, { method: method as 'GET', headers, body })
     status = res.statusCode
     replyHeaders = res.headers
