@@ -167,13 +167,29 @@ export interface TestApp extends Services {
   dir: string
 }
 
+/**
+ * argon2id's cost in an app built for a test. `'light'`, the default: m=1 MiB, t=1, p=1, about 1
+ * ms a hash here, where the production floor (m=19 MiB, t=2, p=1: the default, and the least the
+ * config accepts) takes 37 to 55 ms of a core and 19 MiB of memory. The in-process tests
+ * hashed some 900 times, and what they test of a login, a registration or a password change is
+ * the same at either cost (the same library, hash format, queue and dummy). It is set on the
+ * config once loaded, since the config refuses it. `'configured'`: the config's own parameters,
+ * for a test whose subject is the parameters or the cost (re-hashing, the dummy's parameters,
+ * the hash queue), and whenever the test sets AUTHD_PASSWORDS_MEMORY_KIB, _TIME_COST or
+ * _PARALLELISM itself. A daemon (daemon.ts) always hashes at the configured parameters.
+ */
+export type Argon2Cost = 'light' | 'configured'
+export const LIGHT_ARGON2 = { memoryKib: 1024, timeCost: 1, parallelism: 1 } as const
+
 export async function buildApp(
   t: T,
-  opts: { env?: Record<string, string>; dev?: boolean; now?: () => number; dir?: string } & Omit<ServiceOptions, 'logger' | 'logDestination'> = {},
+  opts: { env?: Record<string, string>; dev?: boolean; now?: () => number; dir?: string; argon2?: Argon2Cost } & Omit<ServiceOptions, 'logger' | 'logDestination'> = {},
 ): Promise<TestApp> {
   const dir = opts.dir ?? t.testdir()
   const onDir = opts.store === undefined && opts.env?.AUTHD_STORE_BACKEND === undefined ? await storeEnv(dir, { fresh: opts.dir === undefined }) : {}
-  const config = testConfig(dir, { ...onDir, ...opts.env }, { dev: opts.dev })
+  let config = testConfig(dir, { ...onDir, ...opts.env }, { dev: opts.dev })
+  const ownCost = Object.keys(opts.env ?? {}).some((k) => /^AUTHD_PASSWORDS_(MEMORY_KIB|TIME_COST|PARALLELISM)$/.test(k))
+  if ((opts.argon2 ?? 'light') === 'light' && !ownCost) config = { ...config, passwords: { ...config.passwords, ...LIGHT_ARGON2 } }
   const logs = captureLogs()
   const logger = createLogger({ level: config.log.level, destination: logs.stream })
   const services = await createServices(config, { ...opts, logger, processMetrics: false })

@@ -65,7 +65,7 @@ function clock(start = Date.now()): { now: () => number; advance: (ms: number) =
 }
 
 t.test('POST /api/auth/password: 200, the other sessions end, the calling one stays', async (t) => {
-  const app = await buildApp(t, { env: PROXY })
+  const app = await buildApp(t, { env: PROXY, argon2: 'configured' })
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const other = await signIn(app, { ip: '203.0.113.7' })
@@ -102,7 +102,7 @@ t.test('POST /api/auth/password: 200, the other sessions end, the calling one st
 })
 
 t.test('POST /api/auth/password re-hashes an old hash at the current parameters', async (t) => {
-  const app = await buildApp(t)
+  const app = await buildApp(t, { argon2: 'configured' })
   // a hash made at weaker parameters, as an older configuration left it
   const argon2 = await import('argon2')
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 8192, timeCost: 1, parallelism: 1 })

@@ -158,7 +158,7 @@ t.test('a login whose body cannot be read is refused with its own answer, counte
 })
 
 t.test('answers 401 "Invalid email or password" for an unknown email, a wrong password, or a disabled user', async (t) => {
-  const app = await buildApp(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY, argon2: 'configured' })
   await addUser(app, 'ann@example.com', PASSWORD)
   await addUser(app, 'dis@example.com', PASSWORD, { disabled: true })
   const cases: Array<[string, unknown]> = [
@@ -251,7 +251,7 @@ t.test('maps case and Unicode variants of an email to one account', async (t) =>
 })
 
 t.test('refuses a stored hash with absurd parameters without running it: 401 at once, the dummy ran instead', async (t) => {
-  const app = await buildApp(t)
+  const app = await buildApp(t, { argon2: 'configured' })
   const good = await app.hasher.hash(PASSWORD)
   const absurd = good.replace('m=19456', 'm=2097152')
   t.not(absurd, good)
@@ -271,7 +271,7 @@ t.test('refuses a stored hash with absurd parameters without running it: 401 at 
 })
 
 t.test('re-hashes on login when the stored hash was made under other parameters', async (t) => {
-  const app = await buildApp(t)
+  const app = await buildApp(t, { argon2: 'configured' })
   const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 32768, timeCost: 3, parallelism: 1 })
   const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
   const r = await login(app, { email: 'ann@example.com', password: PASSWORD })
@@ -294,7 +294,7 @@ t.test('does not re-hash on a failed login', async (t) => {
 })
 
 t.test('runs at most two argon2 hashes at once under concurrent logins (one on two cores)', async (t) => {
-  const app = await buildApp(t, { env: ROOMY })
+  const app = await buildApp(t, { env: ROOMY, argon2: 'configured' })
   await addUser(app, 'ann@example.com', PASSWORD)
   const watch = watchArgon2(t)
   let maxPending = 0
@@ -316,7 +316,7 @@ t.test('runs at most two argon2 hashes at once under concurrent logins (one on t
 })
 
 t.test('answers 503 "Server busy" with Retry-After and no stack when the hash queue is full', async (t) => {
-  const app = await buildApp(t, { env: ROOMY, hashConcurrency: 1, hashMaxQueue: 1 })
+  const app = await buildApp(t, { env: ROOMY, hashConcurrency: 1, hashMaxQueue: 1, argon2: 'configured' })
   await addUser(app, 'ann@example.com', PASSWORD)
   const replies = await Promise.all(Array.from({ length: 6 }, (_, i) => login(app, { email: `nobody${i}@example.com`, password: PASSWORD })))
   const busy = replies.filter((r) => r.status === 503)

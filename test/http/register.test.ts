@@ -17,7 +17,7 @@ const register = (app: TestApp, json: unknown, headers: Record<string, string> =
   call(app, 'POST', '/api/auth/register', { json, headers })
 
 t.test('registers, signs the new user in and sets the refresh cookie with the production attributes', async (t) => {
-  const app = await buildApp(t)
+  const app = await buildApp(t, { argon2: 'configured' })
   const res = await register(app, { email: '  Zoe@Example.COM ', password: PASSWORD })
   t.equal(res.status, 201)
   t.equal(res.headers['content-type'], 'application/json; charset=utf-8')
