@@ -380,7 +380,10 @@ t.test('resetByPart forgets the keys of an axis whose given part matches, and no
   t.equal(limiter.resetByPart('login_ip_email', 0, '1.1.1.1'), 1, 'by address: the one left')
 })
 
-t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, and fall back after the window', async (t) => {
+// The daemon's flood of 200 000 distinct keys within 64 MB of heap is the stress suite's (stress/,
+// docs/reliability.md); here the same bound per key, at half the count: 100 000 keys, the default
+// max_keys, within 32 MB.
+t.test('memory: 100 000 one-event keys stay within 32 MB, bounded by maxKeys, and fall back after the window', async (t) => {
   v8.setFlagsFromString('--expose-gc')
   const gc = (globalThis.gc ?? runInNewContext('gc')) as () => void
   const heap = () => {
@@ -407,23 +410,23 @@ t.test('memory: 200 000 one-event keys stay within 64 MB, bounded by maxKeys, an
   }
 
   {
-    const { limiter, refused, grownMB } = fill(200_000, 200_000)
-    t.equal(limiter.size(), 200_000)
+    const { limiter, refused, grownMB } = fill(100_000, 100_000)
+    t.equal(limiter.size(), 100_000)
     t.equal(refused, 0)
-    t.ok(grownMB <= 64, `200 000 keys held in ${grownMB.toFixed(1)} MB`)
+    t.ok(grownMB <= 32, `100 000 keys held in ${grownMB.toFixed(1)} MB`)
   }
 
-  const { clock, limiter, refused, grownMB } = fill(100_000, 200_000)
-  t.equal(limiter.size(), 100_000, 'never more than maxKeys')
+  const { clock, limiter, refused, grownMB } = fill(50_000, 100_000)
+  t.equal(limiter.size(), 50_000, 'never more than maxKeys')
   t.equal(refused, 0, 'the keys beyond maxKeys were counted, the oldest forgotten for them')
-  t.ok(grownMB <= 64, `maxKeys 100 000 after 200 000 keys: ${grownMB.toFixed(1)} MB`)
+  t.ok(grownMB <= 32, `maxKeys 50 000 after 100 000 keys: ${grownMB.toFixed(1)} MB`)
 
   clock.advance(15 * 60_000)
   for (let i = 0; i < 1000; i++) limiter.consume([{ key: limitKey('login.ip', `fresh${i}`), rule: r }])
-  t.ok(limiter.size() < 100_000, `traffic after the window drains expired keys (${limiter.size()} left)`)
+  t.ok(limiter.size() < 50_000, `traffic after the window drains expired keys (${limiter.size()} left)`)
   limiter.prune()
   t.equal(limiter.size(), 1000, 'prune leaves only the fresh keys')
-  t.ok(limiter.consume([{ key: keyOf(150_000), rule: r }]).ok, 'and an old key is welcome again')
+  t.ok(limiter.consume([{ key: keyOf(75_000), rule: r }]).ok, 'and an old key is welcome again')
 })
 
 t.test('a full limiter stays fast: forgetting and sweeping are not scans', async (t) => {
