@@ -214,6 +214,8 @@ t.test('fifty concurrent consumes of one key with limit 5: exactly five pass', a
   t.equal(results.filter((r) => !r.ok).length, 45)
 })
 
+// What a full limiter does is tested here; how fast it stays doing it is measured by the stress
+// suite (stress/cases/limiter.mjs, limiter-fill.mjs) and the bench's 429 rows, not timed here.
 t.test('maxKeys: a full limiter never refuses: it forgets the oldest live key, and counts what it forgot', async (t) => {
   const clock = fakeClock()
   let evicted = 0
@@ -427,22 +429,6 @@ t.test('memory: 100 000 one-event keys stay within 32 MB, bounded by maxKeys, an
   limiter.prune()
   t.equal(limiter.size(), 1000, 'prune leaves only the fresh keys')
   t.ok(limiter.consume([{ key: keyOf(75_000), rule: r }]).ok, 'and an old key is welcome again')
-})
-
-t.test('a full limiter stays fast: forgetting and sweeping are not scans', async (t) => {
-  const { clock, limiter } = setup(100_000)
-  const r = rule(1, 60_000)
-  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `k${i}`, rule: r }])
-  const start = process.hrtime.bigint()
-  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `new${i}`, rule: r }])
-  const refusedMs = Number(process.hrtime.bigint() - start) / 1e6
-  t.ok(refusedMs < 3000, `100 000 new keys against a full map took ${refusedMs.toFixed(0)} ms`)
-  clock.advance(60_000)
-  const start2 = process.hrtime.bigint()
-  for (let i = 0; i < 100_000; i++) limiter.consume([{ key: `next${i}`, rule: r }])
-  const replaceMs = Number(process.hrtime.bigint() - start2) / 1e6
-  t.equal(limiter.size(), 100_000)
-  t.ok(replaceMs < 3000, `100 000 consumes replacing expired keys took ${replaceMs.toFixed(0)} ms`)
 })
 
 t.test('property: never more than count passes in any window, and exactly the sliding log', async (t) => {
