@@ -170,15 +170,20 @@ process.exit(status)
  */
 async function tapBuild() {
   const at = (path) => new URL(`../node_modules/${path}`, import.meta.url)
-  const { defaultPlugins } = await import(at('@tapjs/test/dist/esm/default-plugins.js').href)
-  const configured = new Set(defaultPlugins)
-  for (const p of JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).tap?.plugin ?? []) {
-    if (p.startsWith('!')) configured.delete(p.slice(1))
-    else configured.add(p)
+  try {
+    const { defaultPlugins } = await import(at('@tapjs/test/dist/esm/default-plugins.js').href)
+    const configured = new Set(defaultPlugins)
+    for (const p of JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).tap?.plugin ?? []) {
+      if (p.startsWith('!')) configured.delete(p.slice(1))
+      else configured.add(p)
+    }
+    const wanted = [...configured].sort((a, b) => a.localeCompare(b, 'en')).join('\n')
+    const built = /export const signature = `([^`]*)`/.exec(readFileSync(at('@tapjs/test/test-built/dist/esm/index.js'), 'utf8'))?.[1]
+    if (built === wanted) return { ok: true, report: null }
+  } catch (error) {
+    // tap laid out otherwise than this reads: only speed is at stake, and tap's run rebuilds it as before
+    return { ok: true, report: `tap's Test class was not checked (${error instanceof Error ? error.message : error})` }
   }
-  const wanted = [...configured].sort((a, b) => a.localeCompare(b, 'en')).join('\n')
-  const built = /export const signature = `([^`]*)`/.exec(readFileSync(at('@tapjs/test/test-built/dist/esm/index.js'), 'utf8'))?.[1]
-  if (built === wanted) return { ok: true, report: null }
   const tap = spawn(process.execPath, [fileURLToPath(at('tap/dist/esm/run.mjs')), 'build'], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   tap.stdout.on('data', (c) => (out += c))
