@@ -184,11 +184,7 @@ async function tapBuild() {
     // tap laid out otherwise than this reads: only speed is at stake, and tap's run rebuilds it as before
     return { ok: true, report: `tap's Test class was not checked (${error instanceof Error ? error.message : error})` }
   }
-  const tap = spawn(process.execPath, [fileURLToPath(at('tap/dist/esm/run.mjs')), 'build'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  tap.stdout.on('data', (c) => (out += c))
-  tap.stderr.on('data', (c) => (out += c))
-  const code = await new Promise((resolve) => tap.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+  const { code, out } = await runNode([fileURLToPath(at('tap/dist/esm/run.mjs')), 'build'])
   if (code === 0) return { ok: true, report: "tap's Test class: built for the configured plugins" }
   return { ok: false, report: `tap's Test class could not be built for the configured plugins (tap build, exit ${code}):\n${out.trimEnd()}` }
 }
@@ -196,13 +192,19 @@ async function tapBuild() {
 /** runs tsc for a step: whether it passed, and its line (with tsc's output when it failed) */
 async function runStep({ what, args, state }) {
   const incremental = state === undefined ? [] : ['--incremental', '--tsBuildInfoFile', state]
-  const tsc = spawn(process.execPath, [TSC, ...args, ...incremental], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  tsc.stdout.on('data', (c) => (out += c))
-  tsc.stderr.on('data', (c) => (out += c))
-  const code = await new Promise((resolve) => tsc.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+  const { code, out } = await runNode([TSC, ...args, ...incremental])
   if (code === 0) return { ok: true, report: `${what}: ok` }
   return { ok: false, report: `${what} failed (tsc ${args.join(' ')}, exit ${code}):\n${out.trimEnd()}` }
+}
+
+/** runs node on `args` to its end: its exit code (1 when killed by a signal) and its output, stdout and stderr together */
+async function runNode(args) {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', (c) => (out += c))
+  child.stderr.on('data', (c) => (out += c))
+  const code = await new Promise((resolve) => child.on('close', (c, signal) => resolve(c ?? (signal ? 1 : 0))))
+  return { code, out }
 }
 
 /**

@@ -402,7 +402,6 @@ t.test('rate_limit.block: three instances on one PostgreSQL database refusing on
   t.equal((await apps[1]!.store.auditEvents({ limit: 100, event: 'login.failure' })).length, 2)
 })
 
-
 type Charged = RefreshOutcome | { kind: 'refused' }
 
 /**
