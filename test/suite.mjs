@@ -27,6 +27,13 @@
  *                                                              and spawns nothing built: no build)
  *   npm run test:slow    node test/suite.mjs build slow pg
  *
+ * The fast part runs its files in groups, several to a test process (GROUPS; test/helpers/file-group.ts):
+ * each file is a subtest of its group's process, named by its path, and gets that subtest for its
+ * `import t from 'tap'`. A test process costs about a second of CPU before its tests (node, tap, the
+ * module hooks' thread, coverage) and loads the sources again: one process per file, that was two
+ * thirds of the part's CPU. Given arguments for tap (`node test/suite.mjs fast --disable-coverage
+ * test/x.test.ts`), it runs one file to a process, as tap does, and so do the other parts.
+ *
  * A green run prints one character per test file, the coverage summary and the count; a red one
  * also prints each failing assertion with its file, subtest path and diagnostics. The whole TAP
  * stream is kept in .tap/<part>.tap. Arguments after the parts go to tap.
@@ -38,7 +45,7 @@
  * --allow-incomplete-coverage, and .ci/run checks them over the union of both, every source counted.
  */
 import { spawn } from 'node:child_process'
-import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { Parser } from 'tap-parser'
 import { findPgBin, INSTALL_HINT } from './helpers/pg-server.mjs'
@@ -73,6 +80,19 @@ export const SLOW_ONLY_SOURCE = ['src/store/pg/**']
  * pg part. A test in them about LMDB itself skips there, saying why (lmdbOnly in test/helpers/app.ts).
  */
 export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts', 'test/core/admin.test.ts']
+
+/**
+ * How many test processes the fast part's files share: two for each of tap's 3 jobs (package.json
+ * "tap"), so that a long group runs beside two shorter ones rather than last and alone. The files
+ * are dealt out in path order, so each group has some of every directory.
+ */
+export const GROUPS = 6
+
+/** where the fast part's group files are written (git-ignored, as all of .tap/) */
+const GROUP_DIR = '.tap/groups'
+
+/** tap's command line, run in the working directory (the project's) */
+const TAP = 'node_modules/tap/dist/esm/run.mjs'
 
 /** the TypeScript compiler of this checkout, run in the working directory (the project's) */
 const TSC = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url))
@@ -218,6 +238,36 @@ function noPostgres() {
   return { pass: 0, fail: required ? 1 : 0, code: required ? 1 : 0 }
 }
 
+/**
+ * Writes the fast part's group files into GROUP_DIR: the files tap would run with `args` (`tap
+ * list`), dealt out in path order into GROUPS groups. Answers a map of each group file's path to
+ * its test files, or null when tap could not list them (said here).
+ */
+async function writeGroups(args) {
+  const { code, out } = await runNode([TAP, 'list', ...args])
+  const files = out.split('\n').filter((line) => /\.test\.tsx?$/.test(line))
+  if (code !== 0 || files.length === 0) {
+    console.log(`the fast part's files could not be listed (tap list, exit ${code}):\n${out.trimEnd()}`)
+    return null
+  }
+  const groups = Array.from({ length: Math.min(GROUPS, files.length) }, () => [])
+  files.forEach((file, i) => groups[i % groups.length].push(file))
+  rmSync(GROUP_DIR, { recursive: true, force: true })
+  mkdirSync(GROUP_DIR, { recursive: true })
+  return new Map(
+    groups.map((group, i) => {
+      const path = `${GROUP_DIR}/fast-${i + 1}.mjs`
+      writeFileSync(
+        path,
+        `// the fast part's group ${i + 1} of ${groups.length}, written by test/suite.mjs\n` +
+          `import { runFiles } from '../../test/helpers/file-group.js'\n\n` +
+          `runFiles(${JSON.stringify(group, null, 2)})\n`,
+      )
+      return [path, group]
+    }),
+  )
+}
+
 /** runs one part through tap; its counts and tap's exit status */
 async function runPart(part, rest) {
   const args =
@@ -230,6 +280,13 @@ async function runPart(part, rest) {
           ['--disable-coverage', ...rest, ...ON_BOTH]
 
   mkdirSync('.tap', { recursive: true })
+  // the fast part, unless files are named: its files in groups (GROUPS), each group a test file
+  const grouped = part === 'fast' && rest.length === 0
+  // group file -> its test files, and those that reported (a group's process may end before its last)
+  const groups = grouped ? await writeGroups(args) : new Map()
+  if (groups === null) return { pass: 0, fail: 1, code: 1 }
+  args.push(...groups.keys())
+  const reported = new Map([...groups.keys()].map((group) => [group, new Set()]))
   // tap empties .tap/coverage at its start, even with coverage off: keep the slow part's for .ci/run
   const kept = part === 'pg' && existsSync('.tap/coverage')
   if (kept) {
@@ -237,7 +294,7 @@ async function runPart(part, rest) {
     renameSync('.tap/coverage', '.tap/coverage-kept')
   }
   const log = createWriteStream(`.tap/${part}.tap`)
-  const tap = spawn(process.execPath, ['node_modules/tap/dist/esm/run.mjs', '--reporter=tap', ...args], {
+  const tap = spawn(process.execPath, [TAP, '--reporter=tap', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: part === 'pg' ? { ...process.env, TEST_STORE_BACKEND: 'postgres' } : process.env,
   })
@@ -246,10 +303,26 @@ async function runPart(part, rest) {
   let files = 0
   const parser = new Parser({ bail: false })
   // one character per finished test file
-  parser.on('assert', (res) => {
+  const mark = (ok) => {
     files++
-    process.stdout.write(res.ok ? '.' : 'F')
+    process.stdout.write(ok ? '.' : 'F')
     if (files % 80 === 0) process.stdout.write('\n')
+  }
+  // grouped, a test file is a subtest of its group; a group that failed with no file failed (its
+  // process ended between them) gets an F of its own
+  const groupsWithFailedFile = new Set()
+  if (grouped) {
+    parser.on('child', (group) =>
+      group.on('assert', (res) => {
+        mark(res.ok)
+        reported.get(group.name)?.add(res.name)
+        if (!res.ok) groupsWithFailedFile.add(group.name)
+      }),
+    )
+  }
+  parser.on('assert', (res) => {
+    if (!grouped) mark(res.ok)
+    else if (!res.ok && !groupsWithFailedFile.has(res.name)) mark(false)
   })
   // lines outside TAP at the top level: tap's coverage summary, a crash message
   const extra = []
@@ -291,10 +364,13 @@ async function runPart(part, rest) {
     const deep = new Parser()
     walk(deep, [])
     deep.end(readFileSync(`.tap/${part}.tap`, 'utf8'))
-    const nested = leaves.filter((l) => l.path.length > 0 && !(l.res.diag && l.res.diag.externalID))
+    // the assertions inside test files (grouped, the files are one level down, and the group's
+    // name is left out of the path: the file's path says where)
+    const depth = grouped ? 1 : 0
+    const nested = leaves.filter((l) => l.path.length > depth && !(l.res.diag && l.res.diag.externalID))
     console.log(`\nFailed (${part}):`)
     for (const { path, res } of nested.length ? nested : leaves) {
-      const where = [...path, res.name].filter(Boolean).join(' > ')
+      const where = [...(path.length > depth ? path.slice(depth) : path), res.name].filter(Boolean).join(' > ')
       console.log(`\nnot ok - ${where}`)
       if (res.diag) {
         const { stack, at, source, ...rest } = res.diag
@@ -305,6 +381,11 @@ async function runPart(part, rest) {
         for (const l of lines) console.log(`    ${l.split('\n').join('\n    ')}`)
       }
     }
+  }
+
+  for (const [group, files] of groups) {
+    const unrun = files.filter((file) => !reported.get(group).has(file))
+    if (unrun.length > 0) console.log(`\nnot run: ${group}'s process ended before ${unrun.join(', ')}`)
   }
 
   const shown = extra.filter((l) => l.trim() !== '')

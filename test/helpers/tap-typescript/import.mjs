@@ -2,3 +2,4 @@
 import { register } from 'node:module'
 
 register('./hooks.mjs', import.meta.url)
+register('./files.mjs', import.meta.url)
