@@ -4,7 +4,9 @@
  * its `import t from 'tap'` is that subtest (tap-typescript/files.mjs), so its tests, teardowns and
  * t.testdir() directories are its own. What it imports besides, its helpers and the sources, is the
  * process's one copy: a test must not count on a module fresh for it, nor leave a change to the
- * process (an environment variable, a listener) behind.
+ * process (an environment variable, a listener) behind. A file takes its t as tap's default export
+ * (`import t from 'tap'`, as all of ours do); a named import of one of tap's values fails to load
+ * in a group, rather than reach the root test.
  */
 import { isAbsolute, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
