@@ -88,8 +88,9 @@ export const ON_BOTH = ['test/http/*.test.ts', 'test/cli/*.test.ts', 'test/core/
  */
 export const GROUPS = 6
 
-/** where the fast part's group files are written (git-ignored, as all of .tap/) */
+/** where the fast part's group files are written (git-ignored, as all of .tap/), and what they run */
 const GROUP_DIR = '.tap/groups'
+const FILE_GROUP = new URL('./helpers/file-group.ts', import.meta.url).href
 
 /** tap's command line, run in the working directory (the project's) */
 const TAP = 'node_modules/tap/dist/esm/run.mjs'
@@ -260,7 +261,7 @@ async function writeGroups(args) {
       writeFileSync(
         path,
         `// the fast part's group ${i + 1} of ${groups.length}, written by test/suite.mjs\n` +
-          `import { runFiles } from '../../test/helpers/file-group.js'\n\n` +
+          `import { runFiles } from ${JSON.stringify(FILE_GROUP)}\n\n` +
           `runFiles(${JSON.stringify(group, null, 2)})\n`,
       )
       return [path, group]

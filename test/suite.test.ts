@@ -12,9 +12,13 @@ import { ROOT } from './helpers/app.js'
 
 const SUITE = join(ROOT, 'test', 'suite.mjs')
 
+// run as from a shell: without the variables tap gives this test process (TAP=1 makes a tap run
+// report as a child of another, without its totals)
+const ENV = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^_?TAP/.test(k)))
+
 function suite(cwd: string, args: string[]): Promise<{ code: number | null; stdout: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [SUITE, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    const p = spawn(process.execPath, [SUITE, ...args], { cwd, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     p.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
     p.stderr.on('data', (c: Buffer) => (stdout += c.toString()))
@@ -67,14 +71,42 @@ t.test('a failed build runs no tests, and the count line still ends the run', as
 })
 
 t.test('with a part, a type error does not stop it: the type check runs beside it and its line comes after it', async (t) => {
-  // the small project has no tap of its own (no node_modules): its part fails at once, which is
-  // all this needs, a part that ran and reported before the type check's line
+  // the small project has no tap of its own (no node_modules): its part fails at once, listing its
+  // files, which is all this needs, a part that ran and reported before the type check's line
   const dir = t.testdir(project("export const n: number = 'one'\n"))
   const r = await suite(dir, ['typecheck', 'fast'])
   t.equal(r.code, 1)
-  const part = r.stdout.indexOf('tap exited with status')
+  const part = r.stdout.indexOf("the fast part's files could not be listed (tap list, exit 1):")
   const check = r.stdout.indexOf('the type check failed (tsc --noEmit -p ., exit 2):')
   t.ok(part >= 0, `the part ran: ${r.stdout}`)
   t.ok(check > part, 'the type check reported after it')
   t.equal(lastLine(r.stdout), '0 passed, 2 failed', 'each counted as 1 failed')
+})
+
+t.test('the fast part runs its files in groups: a mark per file, failures under their file, and the files a crashed group never reached named', async (t) => {
+  // a project with this checkout's tap and plugins (the same list, so tap's built class is used
+  // as it is) and nine test files: with six groups dealt in path order, c and i share the third
+  const { plugin } = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { tap: { plugin: string[] } }).tap
+  const passing = "import t from 'tap'\nt.test('passes', async (t) => t.pass('fine'))\n"
+  const dir = t.testdir({
+    'package.json': JSON.stringify({ type: 'module', tap: { plugin, 'disable-coverage': true, jobs: 3 } }),
+    node_modules: t.fixture('symlink', join(ROOT, 'node_modules')),
+    test: {
+      ...Object.fromEntries(['a', 'd', 'e', 'f', 'g', 'h', 'i'].map((n) => [`${n}.test.ts`, passing])),
+      'b.test.ts': "import t from 'tap'\nt.test('outer', async (t) => {\n  t.test('inner', async (t) => t.equal(1, 2, 'one is two'))\n})\n",
+      'c.test.ts': "import t from 'tap'\nt.test('exits', async (t) => {\n  t.pass('before')\n  process.exit(3)\n})\n",
+    },
+  })
+  const r = await suite(dir, ['fast'])
+  t.equal(r.code, 1, r.stdout)
+  const marks = /^[.F]+$/m.exec(r.stdout)?.[0] ?? ''
+  t.equal(marks.length, 9, `a mark per file: ${r.stdout}`)
+  t.equal(marks.replace(/\./g, ''), 'FFF', 'b, c, and i (queued behind c in its process) failed')
+  t.match(r.stdout, /^not ok - test\/b\.test\.ts > outer > inner > one is two$/m, "a failure under its file's path, the group left out")
+  t.match(r.stdout, /^not ok - test\/c\.test\.ts > exits > test unfinished$/m)
+  t.match(r.stdout, /^not run: \.tap\/groups\/fast-3\.mjs's process ended before test\/i\.test\.ts$/m)
+  t.match(readFileSync(join(dir, '.tap/groups/fast-3.mjs'), 'utf8'), /runFiles\(\[\s*"test\/c\.test\.ts",\s*"test\/i\.test\.ts"\s*\]\)/, 'the group file names its files')
+  // passed: a and d to h, and c's one assertion before it exited; failed, as tap counts them:
+  // b's, c's unfinished test, and i, left in its group's queue
+  t.equal(lastLine(r.stdout), '7 passed, 4 failed')
 })

@@ -8,11 +8,9 @@
  * (`import t from 'tap'`, as all of ours do); a named import of one of tap's values fails to load
  * in a group, rather than reach the root test.
  */
-import { isAbsolute, resolve } from 'node:path'
+import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t, { type Test } from 'tap'
-
-const ROOT = resolve(import.meta.dirname, '../..')
 
 /** the file subtests, by the number their files are imported with */
 const subtests = new Map<string, Test>()
@@ -24,12 +22,12 @@ Object.assign(globalThis, {
   },
 })
 
-/** Runs the test files at `paths` (from the project's root, or absolute), in order. */
+/** Runs the test files at `paths` (from the working directory, as tap names them, or absolute), in order. */
 export function runFiles(paths: string[]): void {
   paths.forEach((path, i) => {
     t.test(path, async (file) => {
       subtests.set(String(i), file)
-      const url = pathToFileURL(isAbsolute(path) ? path : resolve(ROOT, path))
+      const url = pathToFileURL(resolve(path))
       url.searchParams.set('authd-test-file', String(i))
       await import(url.href)
     })
