@@ -389,9 +389,9 @@ async function runPart(part, rest) {
     if (unrun.length > 0) console.log(`\nnot run: ${group}'s process ended before ${unrun.join(', ')}`)
   }
 
-  const shown = extra.filter((l) => l.trim() !== '')
+  // (not the empty plans a dying test process leaves unparsed: `1..0 # no tests found`)
+  const shown = extra.filter((l) => l.trim() !== '' && !/^\s*(1\.\.0( # no tests found)?|TAP version \d+)\s*$/.test(l))
   if (shown.length) console.log(`${failures.length ? '\n' : ''}${shown.join('').trimEnd()}`)
-
 
   let pass = totals?.pass ?? 0
   let fail = totals?.fail ?? 0

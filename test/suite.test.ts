@@ -105,6 +105,7 @@ t.test('the fast part runs its files in groups: a mark per file, failures under 
   t.match(r.stdout, /^not ok - test\/b\.test\.ts > outer > inner > one is two$/m, "a failure under its file's path, the group left out")
   t.match(r.stdout, /^not ok - test\/c\.test\.ts > exits > test unfinished$/m)
   t.match(r.stdout, /^not run: \.tap\/groups\/fast-3\.mjs's process ended before test\/i\.test\.ts$/m)
+  t.notMatch(r.stdout, /^\s*1\.\.0/m, 'nor the empty plans the ended process left')
   t.match(readFileSync(join(dir, '.tap/groups/fast-3.mjs'), 'utf8'), /runFiles\(\[\s*"test\/c\.test\.ts",\s*"test\/i\.test\.ts"\s*\]\)/, 'the group file names its files')
   // passed: a and d to h, and c's one assertion before it exited; failed, as tap counts them:
   // b's, c's unfinished test, and i, left in its group's queue
