@@ -1,8 +1,9 @@
 /**
  * test/suite.mjs, what `npm test` and `npm run test:slow` run: it builds and type-checks itself,
  * so its last line is always `N passed, N failed`, also when the build or the type check fails
- * (each counts as 1 failed; a failed build runs no tests). The steps run here in a small project of
- * their own: tsc on it takes a second, and this checkout's dist/ is left alone.
+ * (each counts as 1 failed; a failed build runs no tests); and it runs the fast part's files in
+ * groups, several to a test process. Each runs here in a small project of its own: tsc on it takes
+ * a second, this checkout's dist/ is left alone, and a test file may fail or crash on purpose.
  */
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
