@@ -9,7 +9,7 @@ import { parse } from 'smol-toml'
 import t from 'tap'
 import { SCHEMA_VERSION } from '../../src/store/migrations.js'
 import { ROOT } from '../helpers/app.js'
-import { runAuthd as authd, type AuthdRun as Run } from '../helpers/daemon.js'
+import { runAuthd as authd, type ProgramRun as Run } from '../helpers/daemon.js'
 
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version
 

@@ -98,7 +98,8 @@ export async function spawnDaemon(t: Test, dir: string, opts: DaemonOptions = {}
   }
 }
 
-export interface AuthdRun {
+/** how a program run to its end (runAuthd, runNode) ended */
+export interface ProgramRun {
   /** the exit code; null when killed (it ran past `timeoutMs`) */
   code: number | null
   stdout: string
@@ -106,13 +107,14 @@ export interface AuthdRun {
 }
 
 /** `authd <args>` in `cwd` to its end, with only `env` (and PATH and HOME); killed after `timeoutMs` */
-export function runAuthd(args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<AuthdRun> {
+export function runAuthd(args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number }): Promise<ProgramRun> {
+  return runNode([AUTHD_BIN, ...args], { ...opts, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env } })
+}
+
+/** node on `args` in `cwd` to its end, with `env` (by default this process's); killed after `timeoutMs` */
+export function runNode(args: string[], opts: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<ProgramRun> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [AUTHD_BIN, ...args], {
-      cwd: opts.cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const proc = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))

@@ -3,10 +3,10 @@
  * hooks in tap-typescript/files.mjs): each file's `import t from 'tap'` is its own subtest, named
  * by its path, and its tests, failures and teardowns stay inside it.
  */
-import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
+import { runNode } from './daemon.js'
 import * as files from './tap-typescript/files.mjs'
 
 const IMPORT = new URL('./tap-typescript/import.mjs', import.meta.url).href
@@ -31,15 +31,9 @@ t.test("load: a file's 'tap' is a module whose default export is the group's sub
 })
 
 /** runs `group` (a file of the fixture dir) with the tests' module hooks: its exit code and its TAP */
-function run(dir: string, group: string): Promise<{ code: number | null; tap: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [`--import=${IMPORT}`, join(dir, group)], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
-    let tap = ''
-    p.stdout.on('data', (c: Buffer) => (tap += c.toString()))
-    p.stderr.on('data', (c: Buffer) => (tap += c.toString()))
-    p.on('error', reject)
-    p.on('close', (code) => resolve({ code, tap }))
-  })
+async function run(dir: string, group: string): Promise<{ code: number | null; tap: string }> {
+  const { code, stdout } = await runNode([`--import=${IMPORT}`, join(dir, group)], { cwd: dir })
+  return { code, tap: stdout }
 }
 
 t.test('a group runs its files in order, each a subtest of its own: its t, its failures, its teardowns', async (t) => {
