@@ -102,9 +102,12 @@ if (!opts['no-build']) {
   await run([process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT })
 }
 // three times as many distinct tokens as the daemon's token cache holds, sent round-robin: every
-// one misses the cache, so that row measures full verification
-const { VERIFIED_TOKENS_CACHED } = await import(pathToFileURL(join(ROOT, 'dist/core/access-tokens.js')).href)
+// one misses the cache, so that row measures full verification. The cache takes a token at its
+// second verification within 2 × SEEN_MARKS of them; a token comes round again only after
+// TOKENS, more than that, so it is never taken.
+const { SEEN_MARKS, VERIFIED_TOKENS_CACHED } = await import(pathToFileURL(join(ROOT, 'dist/core/access-tokens.js')).href)
 const TOKENS = 3 * VERIFIED_TOKENS_CACHED
+if (TOKENS <= 2 * SEEN_MARKS) throw new Error(`${TOKENS} tokens round-robin would be remembered (SEEN_MARKS ${SEEN_MARKS})`)
 const generator = opts.generator === 'autocannon' ? 'autocannon' : chooseGenerator(log)
 const cpus = cpuPlan()
 if (cpus.pinned) {

@@ -6,8 +6,9 @@
  * kid (a KeyObject built once: keys.ts) and the registered claims (iss, aud, exp and nbf with the
  * clock tolerance). On top of it we check what it does not: typ, no crit, one text per token
  * (canonical base64url, low-S ES256), exp and iat present, iat not in the future, exp within the
- * TTL. A token that passed is remembered in a bounded cache keyed by its exact text, so a token
- * presented again skips the signature and the decoding, and nothing else: see verify().
+ * TTL. A token that passed twice in a while is remembered in a bounded cache keyed by its exact
+ * text, so a token presented again skips the signature and the decoding, and nothing else: see
+ * verify().
  */
 import { randomBytes } from 'node:crypto'
 import { createRequire } from 'node:module'
@@ -61,6 +62,17 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/
  */
 export const VERIFIED_TOKENS_CACHED = 4096
 
+/**
+ * A token is remembered from its second full verification, not its first: a token presented once
+ * (a client seen once, a stream of distinct tokens) costs no entry, so it neither pushes out the
+ * tokens of the clients that call often nor leaves a kilobyte to the garbage collector. What was
+ * verified once is marked by a number taken from its signature, in two generations of this many
+ * marks: a token verified again within the last 4 096 to 8 192 full verifications is remembered.
+ * A mark is only a hint (two tokens may share one, and then the second is remembered at once):
+ * what is remembered is keyed, and found, by the token's exact text.
+ */
+export const SEEN_MARKS = 4096
+
 interface Verified {
   /** the key that verified the signature: the entry is good only while that key still verifies */
   key: LoadedKey
@@ -104,6 +116,17 @@ const P256_HALF_N = P256_N >> 1n
 /** an ES256 signature is r||s, 64 bytes (RFC 7518 3.4): 86 base64url characters */
 const ES256_SIGNATURE_CHARS = 86
 
+/**
+ * A 30-bit number from the first characters of a token's signature segment (random for ES256's r
+ * and for RS256 alike): FNV-1a over 8 characters, no allocation. A small integer, so a Set of them
+ * holds no objects.
+ */
+function markOf(token: string, signatureStart: number): number {
+  let h = 0x811c9dc5
+  for (let i = signatureStart; i < signatureStart + 8; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193)
+  return h & 0x3fffffff
+}
+
 const sOf = (signature: Buffer): bigint => BigInt(`0x${signature.subarray(32, 64).toString('hex')}`)
 /** n/2 as 32 big-endian bytes: s is low when its bytes compare at most equal */
 const P256_HALF_N_BYTES = Buffer.from(P256_HALF_N.toString(16).padStart(64, '0'), 'hex')
@@ -136,6 +159,22 @@ export function createAccessTokens(deps: {
   const toleranceS = Math.ceil(deps.clockToleranceMs / 1000)
   let jwt: Jwt | undefined
   const verified = new Map<string, Verified>()
+  // the marks of tokens verified once lately (SEEN_MARKS): this generation's, and the one before
+  let seen = new Set<number>()
+  let seenBefore = new Set<number>()
+  /** whether a token just verified was verified once before in a while; marks it otherwise */
+  const seenAgain = (token: string): boolean => {
+    const mark = markOf(token, token.lastIndexOf('.') + 1)
+    if (seen.has(mark) || seenBefore.has(mark)) return true
+    if (seen.size >= SEEN_MARKS) {
+      const emptied = seenBefore
+      emptied.clear()
+      seenBefore = seen
+      seen = emptied
+    }
+    seen.add(mark)
+    return false
+  }
   // the header segment's text → its object (undefined: not a JSON object); bounded, emptied when full
   const headers = new Map<string, Record<string, unknown> | undefined>()
   const headerOf = (segment: string): Record<string, unknown> | undefined => {
@@ -231,6 +270,7 @@ export function createAccessTokens(deps: {
       }
       const fresh = verifyFully(token, nowS)
       if (fresh === null) return null
+      if (!seenAgain(token)) return fresh.claims
       if (verified.size >= VERIFIED_TOKENS_CACHED) verified.delete(verified.keys().next().value!)
       verified.set(token, fresh)
       return fresh.claims

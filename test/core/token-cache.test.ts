@@ -1,10 +1,11 @@
 /**
- * The cache of verified access tokens: a token presented again skips only the signature and the
- * decoding. Its time checks still run on every call, it is forgotten as soon as the keys change
- * (a key revoked, rotated, or run out), and the cache never holds more than its bound.
+ * The cache of verified access tokens: a token verified twice in a while is remembered, and then
+ * skips only the signature and the decoding. Its time checks still run on every call, it is
+ * forgotten as soon as the keys change (a key revoked, rotated, or run out), the cache never holds
+ * more than its bound, and tokens presented once do not push out the remembered ones.
  */
 import t, { type Test } from 'tap'
-import { createAccessTokens, VERIFIED_TOKENS_CACHED, type AccessTokens } from '../../src/core/access-tokens.js'
+import { createAccessTokens, SEEN_MARKS, VERIFIED_TOKENS_CACHED, type AccessTokens } from '../../src/core/access-tokens.js'
 import { createKeyring, generateKey, type Keyring } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
@@ -33,17 +34,59 @@ async function setup(t: Test, alg: 'ES256' | 'RS256' = 'ES256'): Promise<Setup> 
   return { dir, store, keyring, tokens, clock }
 }
 
-t.test('remembers a verified token, and answers the same claims from the cache', async (t) => {
+/** verifies the token twice (the second time remembers it) and checks that it is remembered now */
+function remember(t: Test, tokens: AccessTokens, token: string): void {
+  const before = tokens.cached
+  t.ok(tokens.verify(token), 'verified')
+  t.ok(tokens.verify(token), 'verified again, and remembered')
+  t.equal(tokens.cached, before + 1, 'one more token remembered')
+}
+
+t.test('remembers a token verified a second time, and answers the same claims from the cache', async (t) => {
   for (const alg of ['ES256', 'RS256'] as const) {
     const { tokens } = await setup(t, alg)
     const { token } = tokens.sign(CLAIMS)
     t.equal(tokens.cached, 0)
     const first = tokens.verify(token)
     t.match(first, CLAIMS)
-    t.equal(tokens.cached, 1, 'remembered once verified')
+    t.equal(tokens.cached, 0, 'not remembered when verified once')
+    t.same(tokens.verify(token), first, 'verified again')
+    t.equal(tokens.cached, 1, 'remembered the second time')
     t.same(tokens.verify(token), first, 'the same claims from the cache')
     t.equal(tokens.cached, 1)
   }
+})
+
+t.test('tokens presented once do not push out the remembered ones', async (t) => {
+  const { tokens } = await setup(t)
+  const hot = tokens.sign(CLAIMS).token
+  remember(t, tokens, hot)
+  // twice the cache's bound of tokens, each verified once: before, each was remembered at once
+  for (let i = 0; i < 2 * VERIFIED_TOKENS_CACHED; i++) {
+    if (tokens.verify(tokens.sign({ ...CLAIMS, sid: `s${i}` }).token) === null) throw new Error('a fresh token did not verify')
+  }
+  t.equal(tokens.cached, 1, 'only the token verified twice is remembered')
+  t.match(tokens.verify(hot), CLAIMS, 'and it still is')
+  t.equal(tokens.cached, 1)
+})
+
+t.test(`remembers a token verified again within ${SEEN_MARKS} to ${2 * SEEN_MARKS} full verifications, not later`, async (t) => {
+  const { tokens } = await setup(t)
+  const soon = tokens.sign(CLAIMS).token
+  const late = tokens.sign({ ...CLAIMS, sid: 'late' }).token
+  const others = Array.from({ length: 2 * SEEN_MARKS }, (_, i) => tokens.sign({ ...CLAIMS, sid: `s${i}` }).token)
+  t.ok(tokens.verify(late))
+  t.ok(tokens.verify(soon))
+  // the others fill the generation that marked both, and begin the next
+  for (const token of others.slice(0, SEEN_MARKS)) tokens.verify(token)
+  t.ok(tokens.verify(soon))
+  t.equal(tokens.cached, 1, 'verified again one generation on: remembered')
+  // a second generation past `late`'s mark: it is forgotten
+  for (const token of others.slice(SEEN_MARKS)) tokens.verify(token)
+  t.ok(tokens.verify(late))
+  t.equal(tokens.cached, 1, 'verified again two generations on: not remembered')
+  t.ok(tokens.verify(late))
+  t.equal(tokens.cached, 2, 'remembered at its next verification')
 })
 
 t.test('never remembers a token that failed, so a failure is checked afresh every time', async (t) => {
@@ -59,7 +102,7 @@ t.test('refuses a cached token once it expires, allowing the clock tolerance', a
   const { tokens, clock } = await setup(t)
   const start = clock.now
   const { token } = tokens.sign(CLAIMS)
-  t.ok(tokens.verify(token))
+  remember(t, tokens, token)
   clock.now = start + TTL + TOLERANCE - 1000
   t.ok(tokens.verify(token), 'cached, still within the tolerance')
   clock.now = start + TTL + TOLERANCE + 1000
@@ -71,7 +114,7 @@ t.test('refuses a cached token whose iat is in the future again after the clock 
   const { tokens, clock } = await setup(t)
   const start = clock.now
   const { token } = tokens.sign(CLAIMS)
-  t.ok(tokens.verify(token))
+  remember(t, tokens, token)
   clock.now = start - 60_000
   t.equal(tokens.verify(token), null, 'issued a minute from now, beyond the tolerance')
   clock.now = start
@@ -83,7 +126,7 @@ t.test('checks nbf of a cached token on every call', async (t) => {
   const key = (await store.listKeys())[0]!
   const nowS = Math.floor(clock.now / 1000)
   const token = craft({ alg: 'ES256', kid: key.kid, typ: 'at+jwt' }, { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900, nbf: nowS }, signer(key))
-  t.ok(tokens.verify(token))
+  remember(t, tokens, token)
   clock.now -= 60_000
   t.equal(tokens.verify(token), null, 'not valid yet at the earlier time')
 })
@@ -100,7 +143,9 @@ t.test('refuses a cached token on the very next call once its key is revoked by 
   await keyring.refresh()
   const fresh = tokens.sign(CLAIMS).token
   t.ok(tokens.verify(old), 'the retiring key still verifies')
+  t.ok(tokens.verify(old), 'and remembers it')
   t.ok(tokens.verify(old), 'from the cache')
+  t.equal(tokens.cached, 1)
   t.ok(tokens.verify(fresh))
   t.ok(await admin.deleteKey(oldKid))
   // lmdb renews this handle's read snapshot within a millisecond of its last read (a timer): the
@@ -117,8 +162,8 @@ t.test('forgets every cached token when the keys change, and verifies them afres
   const { store, keyring, tokens, clock } = await setup(t)
   const a = tokens.sign(CLAIMS).token
   const b = tokens.sign({ ...CLAIMS, sid: 'session-2' }).token
-  t.ok(tokens.verify(a))
-  t.ok(tokens.verify(b))
+  remember(t, tokens, a)
+  remember(t, tokens, b)
   t.equal(tokens.cached, 2)
   await store.rotateKey(generateKey('ES256', clock.now), clock.now)
   await keyring.refresh()
@@ -132,7 +177,7 @@ t.test('refuses a cached token once its retiring key has run out', async (t) => 
   const old = tokens.sign(CLAIMS).token
   await store.rotateKey(generateKey('ES256', clock.now), clock.now)
   await keyring.refresh()
-  t.ok(tokens.verify(old))
+  remember(t, tokens, old)
   // past the verify window of the retiring key (its last token's lifetime plus the tolerance)
   clock.now = start + TTL + TOLERANCE + 1
   t.equal(tokens.verify(old), null)
@@ -141,10 +186,10 @@ t.test('refuses a cached token once its retiring key has run out', async (t) => 
 t.test(`remembers at most ${VERIFIED_TOKENS_CACHED} tokens, forgetting the oldest first`, async (t) => {
   const { tokens } = await setup(t)
   const first = tokens.sign(CLAIMS).token
-  t.ok(tokens.verify(first))
+  remember(t, tokens, first)
   for (let i = 0; i < VERIFIED_TOKENS_CACHED; i++) {
     const token = tokens.sign({ ...CLAIMS, sid: `s${i}` }).token
-    if (tokens.verify(token) === null) throw new Error('a fresh token did not verify')
+    if (tokens.verify(token) === null || tokens.verify(token) === null) throw new Error('a fresh token did not verify')
   }
   t.equal(tokens.cached, VERIFIED_TOKENS_CACHED, 'bounded')
   t.ok(tokens.verify(first), 'the forgotten first token is verified again')
@@ -158,7 +203,7 @@ t.test('does not mix up tokens that differ only in the payload or the signature'
   const header = { alg: 'ES256', kid: key.kid, typ: 'at+jwt' }
   const payload = { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j', iat: nowS, exp: nowS + 900 }
   const good = craft(header, payload, signer(key))
-  t.ok(tokens.verify(good))
+  remember(t, tokens, good)
   const [h, , s] = good.split('.')
   t.equal(tokens.verify(`${h}.${b64url({ ...payload, sub: 'user-2' })}.${s}`), null, 'another payload under the cached signature')
   const other = craft(header, payload, signer(key))
