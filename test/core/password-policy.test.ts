@@ -3,8 +3,13 @@
  * lengths counted in code points as sent, and zxcvbn's common passwords refused in any case and
  * compatibility form (README, "Configure").
  */
+import { writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import t from 'tap'
-import { createPasswordPolicy } from '../../src/core/password-policy.js'
+import { createPasswordPolicy, readCommonPasswords, unpackWords } from '../../src/core/password-policy.js'
+
+const require = createRequire(import.meta.url)
 
 t.test('refuses a password shorter or longer than the limits, naming the limit', async (t) => {
   const policy = await createPasswordPolicy({ minLength: 10, maxLength: 20 })
@@ -29,3 +34,33 @@ t.test('refuses a common password in any case and compatibility form, after the 
   t.throws(() => policy.check('123456'), { code: 'PASSWORD_TOO_SHORT' }, 'a short common one is too short first')
   t.doesNotThrow(() => policy.check('lantern-orchard-41'))
 })
+
+t.test("the common passwords read from the package's file are the package's own list, word for word", async (t) => {
+  const { dictionary } = (await import('@zxcvbn-ts/language-common')) as { dictionary: Record<string, string[]> }
+  const theirs = dictionary['passwords-common']!
+  const ours = await readCommonPasswords()
+  t.ok(theirs.length > 40_000, `the package lists ${theirs.length}`)
+  t.equal(ours.size, new Set(theirs).size)
+  t.same(theirs.filter((w) => !ours.has(w)), [], 'none of theirs missing')
+})
+
+t.test('unpacks the packed format as the package decodes it', async (t) => {
+  const decompress = (require('@zxcvbn-ts/dictionary-compression/decompress') as { default: (s: string) => string[] }).default
+  for (const packed of ['Aabc', 'AabcCdAxyzBq', 'Apass123Ewor!dZzz', 'Ab12Cc', 'AaAaAb']) {
+    t.same([...unpackWords(packed)!], [...new Set(decompress(packed))], packed)
+  }
+  t.equal(unpackWords(''), undefined, 'nothing')
+  t.equal(unpackWords('abcB'), undefined, 'not starting with a capital')
+})
+
+t.test("falls back to the package's import when the file is not as expected", async (t) => {
+  const dir = t.testdir()
+  for (const [name, text] of [['other.cjs', 'module.exports = ["x"]'], ['escaped.cjs', 'f("Aab\\"c")']] as const) {
+    writeFileSync(join(dir, name), text)
+    const words = await readCommonPasswords(join(dir, name))
+    t.ok(words.has('password') && words.size > 40_000, `${name}: the package's list`)
+  }
+  const missing = await readCommonPasswords(join(dir, 'absent.cjs'))
+  t.ok(missing.has('password'), 'a missing file: the package\'s list')
+})
+
