@@ -42,8 +42,8 @@ const require = createRequire(import.meta.url)
 export async function readCommonPasswords(file?: string): Promise<ReadonlySet<string>> {
   try {
     const source = await readFile(file ?? require.resolve('@zxcvbn-ts/language-common/dist/passwords.json.cjs'), 'utf8')
-    // the one argument of its decompress("…") call: a string of no escapes, taken as it is
-    const literal = /\("([^"\\]*)"\)/.exec(source)
+    // the one argument of its decompress…("…") call: a string of no escapes, taken as it is
+    const literal = /decompress[\w$.]*\("([^"\\]*)"\)/.exec(source)
     const words = literal === null ? undefined : unpackWords(literal[1]!)
     if (words !== undefined) return words
   } catch {

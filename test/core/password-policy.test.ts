@@ -55,7 +55,14 @@ t.test('unpacks the packed format as the package decodes it', async (t) => {
 
 t.test("falls back to the package's import when the file is not as expected", async (t) => {
   const dir = t.testdir()
-  for (const [name, text] of [['other.cjs', 'module.exports = ["x"]'], ['escaped.cjs', 'f("Aab\\"c")']] as const) {
+  writeFileSync(join(dir, 'packed.cjs'), 'var passwords = decompress__default.default("AhunterBunter2");')
+  t.same([...(await readCommonPasswords(join(dir, 'packed.cjs')))], ['hunter', 'hunter2'], 'a file as the package ships it: its words')
+  const files = [
+    ['other.cjs', 'module.exports = ["x"]'],
+    ['escaped.cjs', 'decompress("Aab\\"c")'],
+    ['another-call.cjs', 'require("Aabc"); module.exports = []'],
+  ] as const
+  for (const [name, text] of files) {
     writeFileSync(join(dir, name), text)
     const words = await readCommonPasswords(join(dir, name))
     t.ok(words.has('password') && words.size > 40_000, `${name}: the package's list`)
