@@ -117,13 +117,14 @@ const P256_HALF_N = P256_N >> 1n
 const ES256_SIGNATURE_CHARS = 86
 
 /**
- * A 30-bit number from the first characters of a token's signature segment (random for ES256's r
- * and for RS256 alike): FNV-1a over 8 characters, no allocation. A small integer, so a Set of them
- * holds no objects.
+ * A token's mark (SEEN_MARKS): a 30-bit number from the first characters of its signature segment
+ * (random for ES256's r and for RS256 alike), FNV-1a over 8 characters, no allocation. A small
+ * integer, so a Set of them holds no objects.
  */
-function markOf(token: string, signatureStart: number): number {
+export function markOf(token: string): number {
+  const start = token.lastIndexOf('.') + 1
   let h = 0x811c9dc5
-  for (let i = signatureStart; i < signatureStart + 8; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193)
+  for (let i = start; i < start + 8; i++) h = Math.imul(h ^ token.charCodeAt(i), 0x01000193)
   return h & 0x3fffffff
 }
 
@@ -164,7 +165,7 @@ export function createAccessTokens(deps: {
   let seenBefore = new Set<number>()
   /** whether a token just verified was verified once before in a while; marks it otherwise */
   const seenAgain = (token: string): boolean => {
-    const mark = markOf(token, token.lastIndexOf('.') + 1)
+    const mark = markOf(token)
     if (seen.has(mark) || seenBefore.has(mark)) return true
     if (seen.size >= SEEN_MARKS) {
       const emptied = seenBefore
