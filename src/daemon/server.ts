@@ -1,6 +1,6 @@
 /** The listening server: the only place that calls listen(). */
 import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { AppError } from '../errors.js'
 import { MAX_HEADER_LINES, type Handler } from '../http/app.js'
@@ -51,6 +51,9 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
     keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
     connectionsCheckingInterval: 1_000,
     maxHeaderSize: 16 * 1024,
+    // an HTTP/1.1 request without Host is refused by the app (app.ts), with the registry's 400
+    // like the other malformed requests, not by node with an empty body of its own
+    requireHostHeader: false,
   })
   // A socket that sends nothing at all, or a response nobody reads, falls under none of node's
   // request timeouts: closeStalledSockets ends it within 15 s. (node's own `server.timeout` would
@@ -60,11 +63,21 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
   // after 100 others would go unread): it keeps one more than the app allows, so that the app sees
   // there were too many and refuses the request whole with 431 (app.ts)
   server.maxHeadersCount = MAX_HEADER_LINES + 1
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // malformed HTTP, headers too large, a request not read in time: the registry's 400, 431 or
     // 408 without a stack (or just close, when nobody is there to read it)
     if (!socket.writable || err.code === 'ECONNRESET') return socket.destroy()
-    socket.end(rawAnswer(err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST'))
+    refuseAfterPending(socket, rawAnswer(err.code === 'HPE_HEADER_OVERFLOW' ? 'HEADERS_TOO_LARGE' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'REQUEST_TIMEOUT' : 'BAD_REQUEST'))
+  })
+  // CONNECT asks for a tunnel, which authd is not: 400 (node would close the socket unanswered)
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    if (socket.writable) socket.end(rawAnswer('BAD_REQUEST'))
+    else socket.destroy()
+  })
+  server.on('connection', (socket: Socket) => {
+    // the peer's address, read (and kept by node) while the socket is open: a request whose
+    // handler first asks for it after its client hung up is still counted and audited under it
+    void socket.remoteAddress
   })
   if ('socket' in at) {
     // sun_path holds 108 bytes with its NUL: libuv would bind a longer path cut short, elsewhere
@@ -76,7 +89,11 @@ export async function listen(services: Services, hostOrAt: string | ListenAt, po
     const listening = (): void => {
       server.off('error', reject)
       try {
-        server.on('request', handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port))
+        const handler = handlerFor('socket' in at ? 0 : (server.address() as AddressInfo).port)
+        server.on('request', handler)
+        // an Expect other than 100-continue is ignored and the request answered as any other
+        // (node would answer 417 with an empty body of its own)
+        server.on('checkExpectation', handler)
         resolve()
       } catch (err) {
         // the app could not be built: nothing is served, the caller is told
@@ -160,6 +177,32 @@ export function listenFailure(err: unknown, at: ListenAt): unknown {
   if (typeof errno !== 'string' || !Object.hasOwn(reasons, errno)) return err
   const where = 'socket' in at ? at.socket : `${at.host}:${at.port}`
   return new AppError('LISTEN_FAILED', { params: { where, why: reasons[errno]! } })
+}
+
+/** the sockets whose error answer waits for the responses before it (refuseAfterPending) */
+const refusing = new WeakSet<Socket>()
+
+/**
+ * Writes `answer`, a whole raw error response, and closes the connection: at once, or, when the
+ * requests before the malformed one on this connection were read whole (a client pipelining a
+ * good request and then a bad one), once their responses are written, in order. node would write
+ * the 400 at once, in place of an answer still being made, and close the socket under it: the
+ * request was carried out and its client told it was refused. When the request in flight is the
+ * one that could not be read (its body was malformed), it is refused at once.
+ */
+export function refuseAfterPending(socket: Socket, answer: string): void {
+  if (refusing.has(socket)) return
+  // node's response in flight on this socket (the next one queued is given the socket when it ends)
+  const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+  if (pending === null || pending === undefined || pending.writableFinished || pending.req?.complete !== true) {
+    socket.end(answer)
+    return
+  }
+  refusing.add(socket)
+  pending.once('finish', () => {
+    refusing.delete(socket)
+    if (socket.writable) refuseAfterPending(socket, answer)
+  })
 }
 
 /**

@@ -54,6 +54,12 @@ export interface AppDeps {
   repeats?: Pick<RefusalLog, 'repeat'>
 }
 
+/** two Host headers, or none in an HTTP/1.1 request (HTTP/1.0 needs none) */
+function badHosts(req: IncomingMessage): boolean {
+  const n = hostCount(req.rawHeaders)
+  return n > 1 || (n === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor === 1)
+}
+
 /** header lines a request may have: node keeps one more (server.ts), so more than this are seen */
 export const MAX_HEADER_LINES = 100
 
@@ -91,9 +97,10 @@ export function createApp(deps: AppDeps): Handler {
     // Malformed requests are refused whole, before any route: a target that is not a path
     // (absolute-form `GET http://host/…`, which node hands over as it came and which named
     // routes, and labels, of its own; `*`; `host:port`), more header lines than node keeps (those
-    // past them would be dropped unread, an Origin or X-Forwarded-For among them), two Hosts.
+    // past them would be dropped unread, an Origin or X-Forwarded-For among them), two Hosts, or
+    // none in HTTP/1.1 (which requires one; node leaves that check to the app: server.ts).
     const malformed: ErrorCode | undefined =
-      req.rawHeaders.length > 2 * MAX_HEADER_LINES ? 'HEADERS_TOO_LARGE' : url.charCodeAt(0) !== 47 || hostCount(req.rawHeaders) > 1 ? 'BAD_REQUEST' : undefined
+      req.rawHeaders.length > 2 * MAX_HEADER_LINES ? 'HEADERS_TOO_LARGE' : url.charCodeAt(0) !== 47 || badHosts(req) ? 'BAD_REQUEST' : undefined
     if (malformed !== undefined) return reply.fail(new Exchange(req, res, id, 'unknown', started, clientIpOf), malformed)
     const path = routePath(url)
     const found = route(req.method ?? 'GET', path)
