@@ -52,6 +52,9 @@ export function createDeviceCookies(key: string): DeviceCookies {
       // constant-time: the comparison must not tell a forger how much of the MAC was right
       const valid = given.length === MAC_BYTES && timingSafeEqual(given, expected)
       if (!valid || dot === -1 || payload.length <= ID_BYTES) return null
+      // one text per cookie: base64url decoding skips what is not of its alphabet, so a copy
+      // altered that way (a `=`, a second dot) decodes the same and is refused here
+      if (value !== `${payload.toString('base64url')}.${given.toString('base64url')}`) return null
       return { deviceId: payload.subarray(0, ID_BYTES).toString('base64url'), userId: payload.subarray(ID_BYTES).toString('utf8') }
     },
   }

@@ -18,3 +18,12 @@ t.test('a device cookie verifies to its device and user, and nothing else does',
     t.equal(devices.verify(junk), null, `junk ${JSON.stringify(junk?.slice(0, 20))}`)
   }
 })
+
+t.test('one text per cookie: copies that decode the same (a `=`, a second dot) verify to null', async (t) => {
+  const cookies = createDeviceCookies(newDeviceKey())
+  const value = cookies.issue('user-1')
+  t.ok(cookies.verify(value), 'the cookie as issued')
+  for (const altered of [`${value}=`, value.replace('.', '..'), `${value.slice(0, 10)}=${value.slice(10)}`, `${value}!`]) {
+    t.equal(cookies.verify(altered), null, JSON.stringify(altered.slice(0, 12)))
+  }
+})

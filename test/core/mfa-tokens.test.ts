@@ -45,3 +45,12 @@ t.test('a token of another key, a changed payload or MAC, and junk verify to nul
   t.equal(tokens.verify(`${payload}.${mac.slice(0, 10)}${mac[10] === 'A' ? 'B' : 'A'}${mac.slice(11)}`), null, 'a changed MAC')
   for (const junk of ['', '.', 'abc', `${payload}.`, `.${mac}`, `${payload}.${mac}.x`, 'x'.repeat(600)]) t.equal(tokens.verify(junk), null, JSON.stringify(junk.slice(0, 20)))
 })
+
+t.test('one text per token: copies that decode the same (a `=`, a BOM, a second dot) verify to null', async (t) => {
+  const tokens = createMfaTokens(newMfaKey(), () => T0)
+  const { token } = tokens.issue('user-1', 'h')
+  t.ok(tokens.verify(token), 'the token as issued')
+  for (const altered of [`${token}=`, `\ufeff${token}`, token.replace('.', '..'), `${token.slice(0, 10)}=${token.slice(10)}`, ` ${token}`, token.replace('.', '.\n')]) {
+    t.equal(tokens.verify(altered), null, JSON.stringify(altered.slice(0, 12)))
+  }
+})
