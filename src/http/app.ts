@@ -103,7 +103,10 @@ export function createApp(deps: AppDeps): Handler {
       req.rawHeaders.length > 2 * MAX_HEADER_LINES ? 'HEADERS_TOO_LARGE' : url.charCodeAt(0) !== 47 || badHosts(req) ? 'BAD_REQUEST' : undefined
     if (malformed !== undefined) return reply.fail(new Exchange(req, res, id, 'unknown', started, clientIpOf), malformed)
     const path = routePath(url)
-    const found = route(req.method ?? 'GET', path)
+    let found = route(req.method ?? 'GET', path)
+    // an escape left in a path is one of a reserved character (unreserved ones are decoded by
+    // routePath), and names no route: not a parameter's value (`/sessions/%2F` is no session id)
+    if (found !== null && found.store !== path && path.includes('%')) found = null
     const x = new Exchange(req, res, id, found === null ? 'unknown' : found.store, started, clientIpOf)
     if (found !== null && found.store !== path) x.params = found.params
 

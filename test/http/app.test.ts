@@ -50,6 +50,15 @@ t.test('routing: 404 for unknown paths, 405 with Allow, HEAD as GET, an empty :i
   }
   const gone = await send(a.handler, 'DELETE', '/api/auth/sessions/')
   t.equal(gone.statusCode, 404, 'DELETE of an empty session id: nothing named')
+  // an escape of anything but an unreserved character names no route, a parameter's value neither
+  for (const id of ['%2F', '%00', '%20', 'a%20b', '%C3%A9', '%25']) {
+    for (const method of ['DELETE', 'OPTIONS']) {
+      const r = await send(a.handler, method, `/api/auth/sessions/${id}`)
+      t.equal(r.statusCode, 404, `${method} /api/auth/sessions/${id}`)
+      t.same(r.json(), { success: false, message: 'Not found' }, `${method} /api/auth/sessions/${id}`)
+    }
+  }
+  t.equal((await send(a.handler, 'DELETE', '/api/auth/sessions/%61bc')).statusCode, 401, 'an escaped unreserved character is the character: a session id, asked for without a token')
 
   const wrong = await send(a.handler, 'POST', '/api/auth/me')
   t.equal(wrong.statusCode, 405)
