@@ -3,6 +3,7 @@
  * dist/) on real stores (LMDB data directories, or PostgreSQL databases in the pg run): a store moved through an export keeps every record, and
  * the refresh cookies and access tokens issued before keep working on a daemon started on it.
  */
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { userInfo } from 'node:os'
 import { join } from 'node:path'
@@ -226,6 +227,14 @@ t.test('import refuses a damaged or truncated file, naming the line, and creates
   t.equal(none.code, 1)
   t.equal(none.stderr, `authctl: No file ${join(base, 'no-such.export')}.\n`)
   t.notOk(existsSync(join(base, 'other')), 'no data directory was made for a file that is no export')
+
+  // a named pipe holding a whole export: refused before it is read (a second read would wait forever)
+  const fifo = join(base, 'authd.fifo')
+  t.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo')
+  const piped = await ctlFor(join(base, 'from-fifo'), { cwd: base })(['import', fifo])
+  t.equal(piped.code, 1)
+  t.equal(piped.stderr, `authctl: Cannot import ${fifo}: it is not a regular file (an export is read twice: save it to a file first); nothing was written.\n`)
+  t.notOk(existsSync(join(base, 'from-fifo')), 'no data directory was made')
 })
 
 t.test('export and import explain themselves with --help', async (t) => {

@@ -2,6 +2,7 @@
  * authctl export / authctl import: a portable copy of the whole store, either backend (README,
  * "Export and import"), through the Store interface only. Compute only, no printing.
  */
+import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { adminDraft } from '../../core/audit.js'
 import { AppError, isAppError } from '../../errors.js'
@@ -65,6 +66,9 @@ export async function importStore(
   const file = resolve(base.cwd, args.file)
   const refuse = (why: string): AppError => new AppError('IMPORT_REFUSED', { params: { file, why } })
   try {
+    // read twice, checked and then loaded: a named pipe would give its lines to the first read
+    // and leave the second waiting for a writer that is gone
+    if (!statSync(file).isFile()) throw refuse('it is not a regular file (an export is read twice: save it to a file first)')
     for await (const _ of readExportFile(file));
   } catch (err) {
     if (isAppError(err) && err.code === 'EXPORT_FILE_INVALID') throw refuse(err.message)
