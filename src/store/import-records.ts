@@ -5,6 +5,7 @@
  * the meta record is line 1). Backend-neutral: either backend reads an export through here and
  * then writes the set in one transaction.
  */
+import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { AppError } from '../errors.js'
 import { GENESIS } from './audit-chain.js'
 import { type AuditAnchor, type AuditEvent, type ExportRecord, type KeyRecord, type SessionRecord, type UserRecord } from './store.js'
@@ -47,8 +48,32 @@ const optional =
   <T>(is: (v: unknown) => v is T) =>
   (v: unknown): v is T | undefined =>
     v === undefined || is(v)
+/** a time in ms that a Date can hold (±8.64e15): anything else fails every listing that shows it */
+const isTime = (v: unknown): v is number => isNumber(v) && Math.abs(v) <= 8.64e15
 const isHash = (v: unknown): v is string => typeof v === 'string' && /^[0-9a-f]{64}$/.test(v)
 const isIsoTime = (v: unknown): v is string => typeof v === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && !Number.isNaN(Date.parse(v))
+
+/** What makes a key record's PEMs unusable (after "a key whose"), or undefined: both parse, are of its algorithm, and are one pair. */
+function keyProblem(k: KeyRecord): string | undefined {
+  let privateKey: KeyObject
+  let publicKey: KeyObject
+  try {
+    privateKey = createPrivateKey(k.privateKeyPem)
+  } catch {
+    return 'privateKeyPem is no private key'
+  }
+  try {
+    publicKey = createPublicKey(k.publicKeyPem)
+  } catch {
+    return 'publicKeyPem is no public key'
+  }
+  const type = k.alg === 'ES256' ? 'ec' : 'rsa'
+  const curveOk = k.alg !== 'ES256' || privateKey.asymmetricKeyDetails?.namedCurve === 'prime256v1'
+  if (privateKey.asymmetricKeyType !== type || !curveOk) return `private key is not one for ${k.alg}`
+  const own = createPublicKey(privateKey).export({ format: 'der', type: 'spki' })
+  if (!own.equals(publicKey.export({ format: 'der', type: 'spki' }))) return 'public key is not that of its private key'
+  return undefined
+}
 
 /** the first field of `record` that `checks` refuses, or undefined */
 function badField(record: Record<string, unknown>, checks: Record<string, (v: unknown) => boolean>): string | undefined {
@@ -60,27 +85,27 @@ const USER: Record<string, (v: unknown) => boolean> = {
   id: isKey,
   email: isKey,
   passwordHash: isString,
-  createdAt: isNumber,
-  updatedAt: isNumber,
+  createdAt: isTime,
+  updatedAt: isTime,
   disabled: (v) => typeof v === 'boolean',
-  mfa: optional((v): v is object => isObject(v) && isString(v.secret) && isNumber(v.enabledAt) && isNumber(v.lastStep) && isStrings(v.recoveryCodes)),
-  mfaSetup: optional((v): v is object => isObject(v) && isString(v.secret) && isNumber(v.createdAt)),
+  mfa: optional((v): v is object => isObject(v) && isString(v.secret) && isTime(v.enabledAt) && isNumber(v.lastStep) && isStrings(v.recoveryCodes)),
+  mfaSetup: optional((v): v is object => isObject(v) && isString(v.secret) && isTime(v.createdAt)),
 }
 
 const SESSION: Record<string, (v: unknown) => boolean> = {
   id: isKey,
   userId: isKey,
-  createdAt: isNumber,
-  lastUsedAt: isNumber,
-  expiresAt: isNumber,
+  createdAt: isTime,
+  lastUsedAt: isTime,
+  expiresAt: isTime,
   ip: isString,
   userAgent: isString,
   refreshHash: isKey,
   previousHash: orNull(isKey),
-  rotatedAt: orNull(isNumber),
+  rotatedAt: orNull(isTime),
   generation: isCount,
   familyHash: isKey,
-  rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isNumber(r.at) && isString(r.sealed))),
+  rotations: optional((v): v is unknown[] => Array.isArray(v) && v.every((r) => isObject(r) && isTime(r.at) && isString(r.sealed))),
   amr: isStrings,
 }
 
@@ -90,10 +115,10 @@ const KEY: Record<string, (v: unknown) => boolean> = {
   state: (v) => v === 'next' || v === 'active' || v === 'retiring' || v === 'retired',
   privateKeyPem: isString,
   publicKeyPem: isString,
-  createdAt: isNumber,
-  activatedAt: orNull(isNumber),
-  retiringAt: orNull(isNumber),
-  retiredAt: orNull(isNumber),
+  createdAt: isTime,
+  activatedAt: orNull(isTime),
+  retiringAt: orNull(isTime),
+  retiredAt: orNull(isTime),
 }
 
 const EVENT: Record<string, (v: unknown) => boolean> = {
@@ -188,6 +213,8 @@ export async function readImport(records: AsyncIterable<ExportRecord>): Promise<
         if (!isObject(k)) throw bad('a key record without its key')
         const field = badField(k, KEY)
         if (field !== undefined) throw bad(`a key whose ${field} is missing or invalid`)
+        const unusable = keyProblem(k as unknown as KeyRecord)
+        if (unusable !== undefined) throw bad(`a key whose ${unusable}`)
         if (kids.has(k.kid as string)) throw bad(`a second key with the kid ${k.kid as string}`)
         kids.add(k.kid as string)
         keys.push(k as unknown as KeyRecord)

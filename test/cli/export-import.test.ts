@@ -228,6 +228,23 @@ t.test('import refuses a damaged or truncated file, naming the line, and creates
   t.equal(none.stderr, `authctl: No file ${join(base, 'no-such.export')}.\n`)
   t.notOk(existsSync(join(base, 'other')), 'no data directory was made for a file that is no export')
 
+  // emails a store could not have: refused before the store is opened, naming the line
+  for (const [email, why] of [
+    ['ANN@example.com', 'is not in the canonical form a store keeps ("ann@example.com")'],
+    ['no-at-sign', 'it must contain exactly one @'],
+    ['evil\u202e@example.com', 'it contains an invisible or direction-changing character (U+202E)'],
+  ]) {
+    const odd = join(base, 'odd-email.export')
+    const record = JSON.parse(lines[1]!)
+    record.user.email = email
+    writeFileSync(odd, [lines[0], JSON.stringify(record), ...lines.slice(2)].join('\n'))
+    const dir = join(base, 'odd-email')
+    const o = await ctlFor(dir, { cwd: base })(['import', odd])
+    t.equal(o.code, 1, email)
+    t.equal(o.stderr, `authctl: Cannot import ${odd}: line 2 of the export: a user whose email ${why}; nothing was written.\n`)
+    t.notOk(existsSync(dir), 'no data directory was made')
+  }
+
   // a named pipe holding a whole export: refused before it is read (a second read would wait forever)
   const fifo = join(base, 'authd.fifo')
   t.equal(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo')

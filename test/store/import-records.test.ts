@@ -7,6 +7,7 @@
  * end of a full export.
  */
 import t from 'tap'
+import { generateKey } from '../../src/core/keys.js'
 import { earlierTokenHashes, readImport } from '../../src/store/import-records.js'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
 import type { AuditEvent, ExportRecord, KeyRecord } from '../../src/store/store.js'
@@ -18,7 +19,10 @@ const meta = { type: 'meta', format: 1, schema: 3, backend: 'lmdb', exportedAt: 
 const u1 = { type: 'user', user: user('u1', 'ann@example.com') }
 const u2 = { type: 'user', user: user('u2', 'bob@example.com') }
 const s1 = { type: 'session', session: session('s1', 'u1') }
-const key = (kid: string): KeyRecord => ({ kid, alg: 'ES256', state: 'active', privateKeyPem: 'private', publicKeyPem: 'public', createdAt: T0, activatedAt: T0, retiringAt: null, retiredAt: null })
+// one real pair for every key record: an import checks that a key's PEMs are one usable pair
+const PAIR = generateKey('ES256', T0)
+const RSA = generateKey('RS256', T0)
+const key = (kid: string): KeyRecord => ({ kid, alg: 'ES256', state: 'active', privateKeyPem: PAIR.privateKeyPem, publicKeyPem: PAIR.publicKeyPem, createdAt: T0, activatedAt: T0, retiringAt: null, retiredAt: null })
 const event = (seq: number, previous: string): AuditEvent => {
   const body = { seq, time: new Date(T0 + seq).toISOString(), event: 'register', actor: 'api', userId: 'u1', email: null, sessionId: null, ip: null, userAgent: null, detail: {} }
   return { ...body, hash: chainHash(previous, body) }
@@ -70,9 +74,10 @@ t.test('the events are taken as they are: out of order, with gaps, changed, or b
 
 t.test('a session may come before its user, and a user with its second factor or a pending setup is taken', async (t) => {
   const withMfa = { type: 'user', user: { ...user('u3', 'cy@example.com'), mfa: { secret: 'S', enabledAt: T0, lastStep: 3, recoveryCodes: ['a', 'b'] }, mfaSetup: { secret: 'T', createdAt: T0 } } }
-  const set = await read([meta, s1, withMfa, u1])
+  const set = await read([meta, s1, withMfa, u1, { type: 'key', key: { ...key('k2'), alg: 'RS256', privateKeyPem: RSA.privateKeyPem, publicKeyPem: RSA.publicKeyPem } }])
   t.same(set.users.map((u) => u.id), ['u3', 'u1'])
   t.same(set.sessions.map((s) => s.id), ['s1'])
+  t.same(set.keys.map((k) => k.alg), ['RS256'], 'an RS256 key with its RSA pair')
 })
 
 /** each case: the records, the line refused, and why */
@@ -155,6 +160,17 @@ const refusals: Array<[string, unknown[], number, string]> = [
   ['an event whose seq is text', [meta, { type: 'audit', event: { ...e1, seq: '1' } }], 2, 'an audit event whose seq is missing or invalid'],
   ['an event of seq 0', [meta, { type: 'audit', event: { ...e1, seq: 0 } }], 2, 'an audit event whose seq is missing or invalid'],
   ['an event without its seq', [meta, { type: 'audit', event: { ...e1, seq: undefined } }], 2, 'an audit event whose seq is missing or invalid'],
+  // times a Date cannot hold: every listing that shows them would fail
+  ['a user created at 1e30', [meta, { type: 'user', user: { ...u1.user, createdAt: 1e30 } }], 2, 'a user whose createdAt is missing or invalid'],
+  ['a session created at -1e300', [meta, u1, { type: 'session', session: { ...s1.session, createdAt: -1e300 } }], 3, 'a session whose createdAt is missing or invalid'],
+  ['a session rotated at 1e16', [meta, u1, { type: 'session', session: { ...s1.session, rotations: [{ at: 1e16, sealed: 'x' }] } }], 3, 'a session whose rotations is missing or invalid'],
+  ['a key retiring at 9e15', [meta, { type: 'key', key: { ...key('k1'), retiringAt: 9e15 } }], 2, 'a key whose retiringAt is missing or invalid'],
+  ['a factor enabled at 1e20', [meta, { type: 'user', user: { ...u1.user, mfa: { secret: 'S', enabledAt: 1e20, lastStep: 3, recoveryCodes: [] } } }], 2, 'a user whose mfa is missing or invalid'],
+  // keys a daemon could not load
+  ['a key whose private PEM is no key', [meta, { type: 'key', key: { ...key('k1'), privateKeyPem: 'private' } }], 2, 'a key whose privateKeyPem is no private key'],
+  ['a key whose public PEM is no key', [meta, { type: 'key', key: { ...key('k1'), publicKeyPem: 'public' } }], 2, 'a key whose publicKeyPem is no public key'],
+  ['an ES256 key holding an RSA pair', [meta, { type: 'key', key: { ...key('k1'), privateKeyPem: RSA.privateKeyPem, publicKeyPem: RSA.publicKeyPem } }], 2, 'a key whose private key is not one for ES256'],
+  ['a key whose public half is another pair\'s', [meta, { type: 'key', key: { ...key('k1'), publicKeyPem: generateKey('ES256', T0).publicKeyPem } }], 2, 'a key whose public key is not that of its private key'],
 ]
 
 t.test('each malformed record is refused with BAD_EXPORT naming its line and why', async (t) => {

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { generateKey } from '../../src/core/keys.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
@@ -27,12 +28,19 @@ const user = (id: string, extra: Partial<UserRecord> = {}): UserRecord => ({
   disabled: false,
   ...extra,
 })
+/** a real pair per kid, the same each time (an import checks that a key's PEMs are one usable pair) */
+const pairs = new Map<string, KeyRecord>()
+const pairOf = (kid: string): KeyRecord => {
+  let pair = pairs.get(kid)
+  if (pair === undefined) pairs.set(kid, (pair = generateKey('ES256', 0)))
+  return pair
+}
 const key = (kid: string, state: KeyRecord['state'], activatedAt: number | null): KeyRecord => ({
   kid,
   alg: 'ES256',
   state,
-  privateKeyPem: `private ${kid}`,
-  publicKeyPem: `public ${kid}`,
+  privateKeyPem: pairOf(kid).privateKeyPem,
+  publicKeyPem: pairOf(kid).publicKeyPem,
   createdAt: T0,
   activatedAt,
   retiringAt: null,
