@@ -412,13 +412,15 @@ t.test("DELETE: another user's session, an expired one and an unknown id are one
   t.ok(await app.store.getSession(old.sid), 'the idle session is still stored (the sweep has not run)')
 
   const answers: Reply[] = []
-  for (const id of [bob.sid, old.sid, 'no-such-session', 'x'.repeat(600), 'a/b', '%00']) {
+  for (const id of [bob.sid, old.sid, 'no-such-session', 'x'.repeat(600)]) {
     const r = await revoke(app, caller, id)
     isError(t, r, 404, 'Session not found')
     answers.push(r)
   }
-  // no id at all is no route
+  // no id at all is no route, and nor is one escaped (a session id is base64url: docs/api.md, an
+  // escape of anything but an unreserved character names no route)
   isError(t, await revoke(app, caller, ''), 404, 'Not found')
+  for (const id of ['a/b', '%00']) isError(t, await revoke(app, caller, id), 404, 'Not found')
   isError(t, await call(app, 'GET', '/api/auth/sessions/', { headers: caller.auth }), 404, 'Not found')
   const shape = (r: Reply): unknown => [r.status, r.text, Object.keys(r.headers).filter((h) => h !== 'date' && h !== 'x-request-id').sort()]
   for (const r of answers) t.same(shape(r), shape(answers[0]!), 'the same status, body and headers')
