@@ -112,7 +112,10 @@ export function describeNetworkError(err: unknown, timeoutMs: number, url: strin
     }
     return `host not found: ${host} (in ${url})`
   }
-  return `request to ${url} failed: ${e.message ?? String(err)}`
+  // TLS spoken to a plain-HTTP port (an https URL for authd's own listener, say): OpenSSL's
+  // message runs over several lines
+  if (typeof code === 'string' && code.startsWith('ERR_SSL_')) return `TLS failed at ${url} (${code}): does that port serve https?`
+  return `request to ${url} failed: ${(e.message ?? String(err)).split('\n')[0]!.trim()}`
 }
 
 /** ` (Retry-After: 37 s)` for a header in seconds, the header as sent otherwise (an HTTP date) */

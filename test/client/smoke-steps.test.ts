@@ -193,3 +193,15 @@ t.test('network errors name the URL: host not found, connection refused, a timeo
   t.equal(describeNetworkError(new Error('socket hang up'), 5000, url), 'request to https://auth.example.com failed: socket hang up')
   t.equal(describeNetworkError('weird', 5000, url), 'request to https://auth.example.com failed: weird', 'not even an error')
 })
+
+t.test('an https URL for a plain-HTTP port: one line that says TLS failed, not OpenSSL text', async (t) => {
+  const plain = createServer((_req, res) => res.end('{}'))
+  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r))
+  t.teardown(() => plain.close())
+  const url = `https://127.0.0.1:${(plain.address() as AddressInfo).port}`
+  const r = await runSmoke({ url, email: EMAIL, password: 'pw', timeoutMs: 2000 })
+  const error = (r.steps[0] as { error?: string }).error ?? ''
+  t.match(error, new RegExp(`^TLS failed at ${url.replace(/\./g, '\\.')} \\(ERR_SSL_[A-Z_]+\\): does that port serve https\\?$`))
+  t.notMatch(error, /\n/, 'one line')
+  t.equal(describeNetworkError(new Error('first line\n  second line'), 5000, url), `request to ${url} failed: first line`, "a message's first line")
+})
