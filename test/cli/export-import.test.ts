@@ -159,6 +159,11 @@ t.test('export never writes over an existing file', async (t) => {
   t.equal(relative.code, 0, 'a relative name is taken from the working directory')
   t.match(relative.stdout, `Exported the store to ${join(dir, 'relative.export')}: 1 users, 0 sessions, `)
   t.equal((await ctl(['export'])).code, 2, 'the file is required')
+  // a name ending in a slash names a directory: no file is made under the name without it
+  const slashed = await ctl(['export', 'out/'])
+  t.equal(slashed.code, 1)
+  t.equal(slashed.stderr, `authctl: ${join(dir, 'out')} is a directory.\n`)
+  t.notOk(existsSync(join(dir, 'out')), 'no file out')
 })
 
 t.test('import refuses a store that already has users, and writes nothing', async (t) => {

@@ -25,6 +25,8 @@ export interface ExportDoc {
 
 export async function exportStore(deps: StoreDeps, args: { file: string }): Promise<ExportDoc> {
   const file = resolve(deps.cwd, args.file)
+  // `out/` names a directory (resolve would drop the slash and write a file `out`)
+  if (/[/\\]$/.test(args.file)) throw new AppError('IS_A_DIRECTORY', { params: { file } })
   let written: Awaited<ReturnType<typeof writeExportFile>>
   try {
     written = await writeExportFile(file, deps.store.exportRecords())
