@@ -11,6 +11,15 @@ import { parseSize } from './size.js'
 import { redactUrl } from './redact-url.js'
 import type { Config, RateRule } from './types.js'
 
+/**
+ * The longest duration a setting takes. Times are kept as dates: a key's start is now plus
+ * tokens.key_lead, a session's end now plus its TTL; 99999999d past now is past the last date a
+ * Date can hold (year 275760), and every listing that showed it failed. Anything longer than a
+ * century is a typo.
+ */
+const MAX_DURATION = '36500d'
+const MAX_DURATION_MS = parseDuration(MAX_DURATION)
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 const HOSTNAME = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/
 // RFC 6265 cookie-name: an RFC 7230 token
@@ -70,14 +79,17 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
   }
   const duration = (path: KeyPath, { allowZero = false } = {}): number => {
     const ms = parsed(path, parseDuration, 'must be a duration like "15m" (an integer followed by ms, s, m, h or d)')
+    if (ms > MAX_DURATION_MS) return fail(path, `must be a duration of at most ${MAX_DURATION}`, entry(path))
     return ms === 0 && !allowZero ? fail(path, 'must be a duration greater than 0', entry(path)) : ms
   }
   const size = (path: KeyPath): number => {
     const bytes = parsed(path, parseSize, 'must be a size like "16kb" (an integer followed by b, kb, mb or gb)')
     return bytes === 0 ? fail(path, 'must be a size greater than 0', entry(path)) : bytes
   }
-  const rate = (path: KeyPath): RateRule =>
-    parsed(path, parseRate, 'must be a rate "<count>/<duration>" with count >= 1, e.g. "5/15m"')
+  const rate = (path: KeyPath): RateRule => {
+    const rule = parsed(path, parseRate, 'must be a rate "<count>/<duration>" with count >= 1, e.g. "5/15m"')
+    return rule.windowMs > MAX_DURATION_MS ? fail(path, `must be a rate over a duration of at most ${MAX_DURATION}`, entry(path)) : rule
+  }
   const list = (path: KeyPath, problem: string, normalise: (item: string) => string | null): string[] => {
     const at = entry(path)
     if (!Array.isArray(at.value)) return fail(path, 'must be a list of strings', at)
