@@ -11,6 +11,7 @@ import type { Algorithm, Config } from '../config/types.js'
 import type { AuditDraft, KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
 import { AppError } from '../errors.js'
 import { adminDraft, type AuditEventName, type DraftFields } from './audit.js'
+import { blank } from './credentials.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
 import { generateKey, keyStates } from './keys.js'
 import type { PasswordHasher } from './passwords.js'
@@ -100,7 +101,7 @@ export interface Admin {
   showUser(ref: string): Promise<UserSummary>
   /** canonical form of an email for a new user; rejects with USER_EMAIL_INVALID or USER_EXISTS (call before asking for a password) */
   checkNewEmail(email: string): Promise<string>
-  /** throws the policy's AppError (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
+  /** throws register's AppError for the password: CREDENTIALS_REQUIRED (white space alone), or the policy's (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
   checkPassword(password: string): Promise<void>
   addUser(email: string, password: string): Promise<UserSummary>
   /** sets a new password and revokes all the user's sessions */
@@ -317,6 +318,9 @@ export function createAdmin(deps: AdminDeps): Admin {
     return next
   }
   const checkPassword = async (password: string): Promise<void> => {
+    // register's first rule, with its message: white space alone is no password (login would
+    // refuse it, so the user could never sign in)
+    if (blank(password)) throw new AppError('CREDENTIALS_REQUIRED')
     const { policy } = await deps.passwords()
     policy.check(password)
   }

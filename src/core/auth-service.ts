@@ -13,6 +13,7 @@ import type { Keyring } from './keys.js'
 import type { MeAnswer, MeView } from './me-view.js'
 import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
+import { credentials } from './credentials.js'
 import { AppError, isAppError } from '../errors.js'
 import { passwordFingerprint, type MfaTicket, type MfaTokens } from './mfa-tokens.js'
 import type { PasswordHasher } from './passwords.js'
@@ -216,13 +217,6 @@ export { SESSIONS_REMEMBERED } from './me-view.js'
 function triedEmail(raw: string): string | null {
   const email = raw.length <= MAX_EMAIL_INPUT ? registrableEmail(raw) : null
   return email !== null && email.slice(email.lastIndexOf('@')).includes('.') ? email : null
-}
-
-function credentials(body: Record<string, unknown>): { email: string; password: string } | null {
-  const { email, password } = body
-  if (typeof email !== 'string' || typeof password !== 'string') return null
-  if (email.trim() === '' || password.trim() === '') return null
-  return { email, password }
 }
 
 export function createAuthService(deps: AuthServiceDeps): AuthService {

@@ -74,6 +74,29 @@ t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for u
   t.same(list.json().users.map((u: { email: string }) => u.email), ['ann@example.com'], 'nothing else was created')
 })
 
+t.test('user add and passwd refuse a password of white space alone, as register does', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  const ann = (await ctl(['user', 'add', 'ann@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })).json().user
+  // long enough for passwords.min_length, but register and login take it for no password at all
+  for (const blank of [' '.repeat(10), '\t'.repeat(12), '\u3000'.repeat(9)]) {
+    const add = await ctl(['user', 'add', 'bob@example.com', '--password-stdin'], { input: `${blank}\n` })
+    t.equal(add.code, 1, `add ${JSON.stringify(blank)}: exit 1, a refused password`)
+    t.equal(add.stderr, 'authctl: Email and password are required.\n', 'register\'s message')
+    t.equal(add.stdout, '')
+    const passwd = await ctl(['user', 'passwd', 'ann@example.com', '--password-stdin'], { input: `${blank}\n` })
+    t.equal(passwd.code, 1, `passwd ${JSON.stringify(blank)}: exit 1`)
+    t.equal(passwd.stderr, 'authctl: Email and password are required.\n')
+    t.equal(passwd.stdout, '')
+  }
+  const list = await ctl(['user', 'list', '--json'])
+  t.same(list.json().users.map((u: { email: string }) => u.email), ['ann@example.com'], 'no user was created')
+  const store = await openTestStore(t, dir)
+  t.ok(await argon2.verify((await store.getUser(ann.id))!.passwordHash, PASSWORD), 'the password is unchanged')
+  // spaces around other characters are part of a password, as in register
+  t.equal((await ctl(['user', 'add', 'cat@example.com', '--password-stdin'], { input: `  ${PASSWORD}  \n` })).code, 0)
+})
+
 t.test('user list and show: a table by default, one JSON document with --json', async (t) => {
   const dir = t.testdir()
   const ctl = ctlFor(dir)
