@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js'
+import { redactSecrets } from './redact-url.js'
 
 /**
  * A bad config: unknown key, bad value, unreadable or unparsable file. `message` is one plain
@@ -10,9 +11,14 @@ export function configError(message: string, key?: string): AppError {
   return new AppError('CONFIG_INVALID', { message, params: key === undefined ? undefined : { key } })
 }
 
-/** A value as it appears in messages: strings and lists quoted like JSON, the rest as-is. */
+/**
+ * A value as it appears in messages: strings and lists quoted like JSON, the rest as-is. A URL's
+ * password in any string of it shows as `***` (README, "Configure": store.url), whatever key the
+ * value was given for: a PostgreSQL URL under a misspelled key, or given as a list, is still one.
+ */
 export function showValue(value: unknown): string {
-  if (typeof value === 'string' || Array.isArray(value)) return JSON.stringify(value)
+  if (typeof value === 'string') return JSON.stringify(redactSecrets(value))
+  if (Array.isArray(value)) return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? redactSecrets(v) : v))
   if (value instanceof Date) return JSON.stringify(String(value))
   if (typeof value === 'object' && value !== null) return 'a table'
   return String(value)

@@ -24,6 +24,16 @@ t.test('showValue: strings and lists as JSON, so a space or an empty string show
   t.equal(showValue(date), JSON.stringify(String(date)))
 })
 
+t.test('showValue hides the password of any URL in a string or a list, and keeps other text as written', async (t) => {
+  t.equal(showValue('postgres://authd:hunter2@127.0.0.1:5432/authd'), '"postgres://authd:***@127.0.0.1:5432/authd"')
+  t.equal(showValue(['postgres://authd:hunter2@db/authd', 'x']), '["postgres://authd:***@db/authd","x"]')
+  t.equal(showValue('use postgres://a:hunter2@db and mysql://b:hunter3@db2'), '"use postgres://a:***@db and mysql://b:***@db2"', 'every URL in the text')
+  t.equal(showValue('host=db password=hunter2'), '"host=db password=***"', 'a libpq key=value string')
+  // text with no URL in it: a colon hides nothing (redactUrl, for store.url alone, hides what follows it)
+  t.equal(showValue('127.0.0.1:8080'), '"127.0.0.1:8080"')
+  t.equal(showValue('::1'), '"::1"')
+})
+
 t.test('configError: CONFIG_INVALID with the message as given and the key it is about; authd and authctl exit 2', async (t) => {
   const e = configError('config: server.port must be an integer from 0 to 65535 (got "abc" from AUTHD_SERVER_PORT)', 'server.port')
   t.match(e, { name: 'AppError', code: 'CONFIG_INVALID', message: 'config: server.port must be an integer from 0 to 65535 (got "abc" from AUTHD_SERVER_PORT)', params: { key: 'server.port' } })

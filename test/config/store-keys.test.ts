@@ -57,6 +57,32 @@ t.test('bad values name their key; a URL in an error never shows its password', 
   t.notOk(wrong.includes(SECRET) || garbled.includes(SECRET), 'the password is in neither message')
 })
 
+// Regression: a URL given as a list, or under a misspelled key, was shown with its password.
+t.test('a config error hides a URL\'s password in any value it shows: store.url as a list, a misspelled key, in the file or the environment', async (t) => {
+  const url = `postgres://authd:${SECRET}@127.0.0.1:5432/authd`
+  const shown = 'postgres://authd:***@127.0.0.1:5432/authd'
+  const fileCase = (toml: string, expected: (file: string) => string): void => {
+    const cwd = t.testdir({ 'auth.toml': toml })
+    const file = `${cwd}/auth.toml`
+    const message = configError(t, () => loadConfig({ flags: { config: file }, env: {}, cwd }))
+    t.equal(message, expected(file))
+    t.notOk(message.includes(SECRET), 'not the password')
+  }
+  fileCase(`[store]\nurl = [${JSON.stringify(url)}]\n`, (file) => `config: store.url must be a PostgreSQL URL, or "" with store.backend = "lmdb" (got ["${shown}"] in ${file})`)
+  fileCase(`[store]\nurll = ${JSON.stringify(url)}\n`, (file) => `config: unknown key "store.urll" (got "${shown}" in ${file})`)
+  // a password parameter, and a libpq key=value string, as describeConfig hides them in store.url
+  fileCase(`[store]\nurll = "postgres://authd@db/authd?sslmode=require&password=${SECRET}"\n`, (file) => `config: unknown key "store.urll" (got "postgres://authd@db/authd?sslmode=require&password=***" in ${file})`)
+  fileCase(`[store]\nurll = "host=db password=${SECRET}"\n`, (file) => `config: unknown key "store.urll" (got "host=db password=***" in ${file})`)
+
+  const env = configError(t, () => load(t.testdir({}), { AUTHD_STORE_URLL: url }))
+  t.equal(env, `config: unknown environment variable AUTHD_STORE_URLL (got "${shown}")`)
+  // a URL among the items of a list key
+  const list = configError(t, () => load(t.testdir({}), { AUTHD_CORS_ORIGINS: `https://app.example, ${url}` }))
+  t.match(list, /^config: cors\.origins /)
+  t.ok(list.includes(shown), `${list} shows the URL without its password`)
+  t.notOk(env.includes(SECRET) || list.includes(SECRET), 'the password is in neither message')
+})
+
 t.test('a password in store.url is shown as *** by describeConfig and authd check-config', async (t) => {
   const cwd = t.testdir({})
   const env = { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: `postgres://authd:${SECRET}@db/authd?sslmode=require` }

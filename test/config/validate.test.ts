@@ -226,7 +226,8 @@ t.test('cors.origins are normalised to the Origin a browser sends; anything more
     refuses(
       t,
       { 'cors.origins': [origin] },
-      `config: cors.origins entries must be origins like "https://app.example.com" (scheme, host, optional port; no path) (got ${JSON.stringify(origin)} ${FILE})`,
+      // a password in the value is shown as *** (config-error.ts, showValue)
+      `config: cors.origins entries must be origins like "https://app.example.com" (scheme, host, optional port; no path) (got ${JSON.stringify(origin.replace(':p@', ':***@'))} ${FILE})`,
       'cors.origins',
     )
   }
@@ -236,7 +237,8 @@ t.test('server.public_url: derived from the effective host and port unless set; 
   t.equal(build({ 'server.host': '::1', 'server.port': 9000 }).server.publicUrl, 'http://[::1]:9000')
   t.equal(build({ 'server.public_url': 'https://auth.example.com/base', 'server.port': 9000 }).server.publicUrl, 'https://auth.example.com/base')
   for (const url of ['', 'auth.example.com', '/auth', 'ftp://auth.example.com', 'https://u@auth.example.com', 'https://u:p@auth.example.com']) {
-    refuses(t, { 'server.public_url': url }, `config: server.public_url must be an absolute http(s) URL without credentials (got ${JSON.stringify(url)} ${FILE})`, 'server.public_url')
+    const shown = url.replace(':p@', ':***@')
+    refuses(t, { 'server.public_url': url }, `config: server.public_url must be an absolute http(s) URL without credentials (got ${JSON.stringify(shown)} ${FILE})`, 'server.public_url')
   }
 })
 
