@@ -88,6 +88,8 @@ export const errorRegistry = {
    * PostgreSQL store gives its own sentence at the throw (a database has no backup of authd's)
    */
   SCHEMA_TOO_NEW: { message: 'the store was written by a newer authd (schema {found}; this version understands up to {latest}): upgrade authd or restore a backup' },
+  /** a write's commit failed (a full disk, an I/O error): none of it was written */
+  STORE_WRITE_FAILED: { message: 'the store could not be written: {why}' },
   /** a key (an email, an id) too long for the store */
   KEY_TOO_LONG: { message: '{what} too long for the store' },
   /** updateUser changed the email to one another user has */

@@ -4,7 +4,7 @@
  * happens in one write transaction, which LMDB serialises across processes. Reads answer with
  * values already resolved: an embedded store answers in microseconds.
  */
-import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
 import { AppError } from '../errors.js'
@@ -232,13 +232,34 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     meta.put('audit_head', head)
   }
 
+  // set once a commit has failed: lmdb then never settles the flush its close waits for
+  let commitFailed = false
+  /**
+   * Every write transaction goes through here. One whose commit fails (a full disk, an I/O
+   * error: LMDB writes none of it) rejects with lmdb's "Commit failed (see commitError for
+   * details)", its cause in a promise of its own (`commitError`), and lmdb rejects its event-turn
+   * batch's promise, which nobody holds, with it too (kriszyp/lmdb-js#368). Left unhandled,
+   * either ends the process before the caller's own handling runs (authctl printed a stack
+   * trace): both are handled here, and the caller gets STORE_WRITE_FAILED naming the cause.
+   */
+  const transaction = <T>(fn: () => T): Promise<T> =>
+    root.transaction(fn).catch(async (err: unknown) => {
+      const cause = (err as { commitError?: Promise<unknown> } | null)?.commitError
+      if (cause === undefined) throw err
+      commitFailed = true
+      // the batch's promise is the one `committed` stands for until the next write
+      root.committed.then(ignore, ignore)
+      const why = await cause.then(() => err, (e: unknown) => e)
+      throw new AppError('STORE_WRITE_FAILED', { params: { why: commitFailure(why) } })
+    })
+
   /** what a write calls when it changed something: the version moves (once) and `audit` is appended */
   type Changed = (audit?: Audit) => void
   // Every write goes through here. The version /me relies on (meta `changes`) moves in the same
   // transaction as the change, so no reader can see the one without the other; a write that
   // changes nothing leaves it, and appends no event.
   const write = <T>(fn: (changed: Changed) => T): Promise<T> =>
-    root.transaction(() => {
+    transaction(() => {
       let moved = false
       return fn((events) => {
         if (!moved) {
@@ -374,7 +395,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   const ensureSecret = async (name: 'device_key' | 'mfa_key', create: () => string): Promise<string> => {
     const stored = meta.get(name) as string | undefined
     if (stored !== undefined) return stored
-    return root.transaction(() => {
+    return transaction(() => {
       const again = meta.get(name) as string | undefined
       if (again !== undefined) return again
       const key = create()
@@ -675,7 +696,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       ),
     // not the version /me relies on: a limit clear changes no record /me reads
     addLimitClear: (target, at, events) =>
-      root.transaction(() => {
+      transaction(() => {
         const kept = (meta.get('limit_clears') as LimitClear[] | undefined) ?? []
         const seq = (kept.at(-1)?.seq ?? 0) + 1
         meta.put('limit_clears', [...kept.slice(-(LIMIT_CLEARS_KEPT - 1)), { seq, target, at }])
@@ -690,7 +711,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
 
     appendAudit: async (events) => {
-      if (events.length > 0) await root.transaction(() => appendTx(events))
+      if (events.length > 0) await transaction(() => appendTx(events))
     },
     async auditEvents({ limit, before, userId, event, since }) {
       const out: AuditEvent[] = []
@@ -738,7 +759,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       let total = 0
       for (;;) {
         // a chunk per transaction: a long backlog never holds the write lock for long
-        const removed = await root.transaction(() => {
+        const removed = await transaction(() => {
           let n = 0
           let last: AuditEvent | undefined
           for (const { key, value } of audit.getRange({ limit: AUDIT_SWEEP_CHUNK })) {
@@ -836,20 +857,40 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     backup: async (file) => {
       // LMDB copies an environment into a directory, as data.mdb: copy into a private temp
-      // directory beside `file`, then move that one file into place (a data directory holding
+      // directory beside `file`, then put that one file into place (a data directory holding
       // it as data.mdb is the restored store)
       const tmp = mkdtempSync(join(dirname(file), '.authd-backup-'))
       try {
         await root.backup(tmp, true)
         chmodSync(join(tmp, 'data.mdb'), 0o600)
-        renameSync(join(tmp, 'data.mdb'), file)
+        // a hard link, not a rename: it fails on any entry already at `file` (one made while the
+        // copy ran, a symlink even when dangling), where a rename would replace it
+        try {
+          linkSync(join(tmp, 'data.mdb'), file)
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new AppError('BACKUP_EXISTS', { params: { file } })
+          throw err
+        }
       } finally {
         rmSync(tmp, { recursive: true, force: true })
       }
     },
-    close: () => root.close(),
+    close: () => {
+      if (!commitFailed) return root.close()
+      // lmdb would wait for the failed commit's flush, forever: the process's end closes the files
+      root.close().catch(ignore)
+      return Promise.resolve()
+    },
   }
   return store
+}
+
+const ignore = (): void => {}
+
+/** a failed commit's cause as a phrase ("No space left on device"), without lmdb's page positions */
+function commitFailure(cause: unknown): string {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  return message.split(': Attempting to write page')[0]!.trim() || 'unknown error'
 }
 
 /**

@@ -487,8 +487,10 @@ export interface Store {
   /** waits until everything committed so far is durable (PostgreSQL: at once) */
   flushed(): Promise<void>
   /**
-   * A consistent, compacted copy of the store into `file`. LMDB only: PostgreSQL rejects with
-   * an AppError NO_BACKUP (use pg_dump or `authctl export`).
+   * A consistent, compacted copy of the store into `file`, which it never replaces: any entry
+   * there when the copy is put in place (a symlink too, even dangling) rejects with an AppError
+   * BACKUP_EXISTS. LMDB only: PostgreSQL rejects with an AppError NO_BACKUP (use pg_dump or
+   * `authctl export`).
    */
   backup(file: string): Promise<void>
   close(): Promise<void>

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, lmdbOnly } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
@@ -108,6 +108,16 @@ t.test('backup refuses to overwrite a file and names a missing directory', { ski
   t.equal(over.code, 1)
   t.equal(over.stderr, `authctl: ${existing} already exists: a backup never overwrites a file, choose a new name.\n`)
   t.equal(statSync(existing).size, 'an older backup'.length, 'untouched')
+
+  // a symlink to nowhere is an existing entry: written through, the backup would land where it points
+  const link = join(dir, 'link.mdb')
+  const target = join(dir, 'elsewhere.mdb')
+  symlinkSync(target, link)
+  const dangling = await ctl(['backup', link])
+  t.equal(dangling.code, 1)
+  t.equal(dangling.stderr, `authctl: ${link} already exists: a backup never overwrites a file, choose a new name.\n`)
+  t.ok(lstatSync(link).isSymbolicLink(), 'the symlink is untouched')
+  t.notOk(existsSync(target), 'nothing was written where it points')
 
   const missing = await ctl(['backup', join(dir, 'no', 'such', 'b.mdb')])
   t.equal(missing.code, 1)

@@ -9,7 +9,7 @@
  * writes from another process); reads leave it, and so do writes no /me depends on (an audit
  * event of a failed login, a limit clear), or a storm of failed logins would empty /me's cache.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { verifyChain } from '../../src/core/audit.js'
@@ -256,6 +256,29 @@ t.test('the audit sweep removes a backlog longer than one transaction takes, in 
     t.same(await verifyChain(anchor, events), { ok: true, events: 200 })
   })
   t.same((await store.auditEvents({ limit: 1000, userId: 'user-0' })).every((e) => e.seq > 2400), true, 'the index holds no removed event')
+})
+
+t.test('a backup never replaces what is at its file when the copy is put in place: a file, or a dangling symlink', async (t) => {
+  const base = t.testdir()
+  const store = await openLmdbStore({ path: join(base, 'data') })
+  t.teardown(() => store.close())
+  await store.createUser(user('u1', 'ann@example.com'))
+  const out = join(base, 'backups')
+  mkdirSync(out)
+  // a file there (as one made while the copy ran: the store checks nothing before the copy)
+  const file = join(out, 'older.mdb')
+  writeFileSync(file, 'an older backup')
+  await t.rejects(store.backup(file), { name: 'AppError', code: 'BACKUP_EXISTS', message: `${file} already exists: a backup never overwrites a file, choose a new name.` })
+  t.equal(readFileSync(file, 'utf8'), 'an older backup', 'the file is untouched')
+  // a symlink to nowhere: written through, the backup would land where it points
+  const link = join(out, 'link.mdb')
+  const target = join(base, 'elsewhere.mdb')
+  symlinkSync(target, link)
+  await t.rejects(store.backup(link), { name: 'AppError', code: 'BACKUP_EXISTS' })
+  t.ok(lstatSync(link).isSymbolicLink(), 'the symlink is still a symlink')
+  t.equal(readlinkSync(link), target, 'to where it pointed')
+  t.notOk(existsSync(target), 'and nothing was written where it points')
+  t.same(readdirSync(out).sort(), ['link.mdb', 'older.mdb'], 'no temporary directory is left')
 })
 
 t.test('a backup is one 0600 file that opens as the same store, and leaves no temporary directory', async (t) => {

@@ -1,5 +1,5 @@
 /** authctl backup: a consistent, compacted copy of the store, taken while the daemon runs. */
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, lstatSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { StoreDeps } from '../deps.js'
 import { AppError } from '../../errors.js'
@@ -16,8 +16,9 @@ export async function backup(deps: StoreDeps, args: { file: string }): Promise<B
   // a PostgreSQL store (exit 2): the database's own tools copy it
   if (deps.store.backend !== 'lmdb') throw new AppError('NO_BACKUP')
   const file = resolve(deps.cwd, args.file)
-  // a backup never replaces an earlier one
-  if (existsSync(file)) throw new AppError('BACKUP_EXISTS', { params: { file } })
+  // a backup never replaces an earlier one, nor anything else there (a dangling symlink too):
+  // refused before the copy is made; the store refuses again when it puts the copy in place
+  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) throw new AppError('BACKUP_EXISTS', { params: { file } })
   const dir = dirname(file)
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AppError('NO_DIRECTORY', { params: { dir } })
   const started = performance.now()

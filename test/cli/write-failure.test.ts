@@ -1,0 +1,63 @@
+/**
+ * A write the disk refuses (LMDB's commit failing: a full disk, an I/O error) ends like every
+ * other authctl error: one sentence naming the cause on stderr, exit 1, and nothing of the write
+ * in the store. It used to end in lmdb's unhandled rejection, a stack trace and node's version.
+ * The full disk is a small tmpfs, which only root can mount.
+ */
+import t from 'tap'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { lmdbOnly } from '../helpers/app.js'
+import { ctlFor, PASSWORD } from './run.js'
+
+/** why the test cannot run here, or false */
+function cannotRun(): string | false {
+  const lmdb = lmdbOnly('a full disk under an LMDB data directory (a PostgreSQL store fails in its server)')
+  if (lmdb !== false) return lmdb
+  if (process.platform !== 'linux') return 'needs Linux, to mount a small tmpfs'
+  if (process.getuid?.() !== 0) return 'needs root, to mount a small tmpfs as the full disk'
+  return false
+}
+
+t.test('a write refused for a full disk ends in one sentence naming the cause, exit 1, and writes nothing', { skip: cannotRun() }, async (t) => {
+  // outside the test's directory, which tap removes whether or not this is unmounted yet
+  const mnt = mkdtempSync(join(tmpdir(), 'authd-full-disk-'))
+  const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', mnt], { encoding: 'utf8' })
+  t.teardown(() => {
+    if (mount.status === 0) spawnSync('umount', [mnt])
+    rmSync(mnt, { recursive: true, force: true })
+  })
+  if (mount.status !== 0) return void t.plan(0, `cannot mount a tmpfs here: ${mount.stderr.trim()}`)
+  const data = join(mnt, 'data')
+  // run from the test's directory: a working directory in the tmpfs would keep it busy
+  const ctl = ctlFor(data, { cwd: t.testdir() })
+  const ann = await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  t.equal(ann.code, 0, ann.stderr)
+
+  // the rest of the tmpfs taken: the next commit cannot grow the store's file
+  const filler = join(mnt, 'filler')
+  const dd = spawnSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1k', 'count=1000'], { encoding: 'utf8' })
+  t.not(dd.status, 0, 'dd filled the tmpfs')
+
+  const bob = await ctl(['user', 'add', 'bob@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })
+  t.equal(bob.code, 1, 'exit 1: the operation failed')
+  t.equal(bob.stdout, '', 'no document')
+  // lmdb prints its own diagnostic first: its C library's fprintf (no line end, out of reach from
+  // JavaScript), then lmdb's console.error of the cause. authctl's sentence is the last line
+  const lines = bob.stderr.trimEnd().split('\n')
+  t.equal(lines.at(-1), 'authctl: The store could not be written: No space left on device.')
+  t.equal(lines.filter((l) => l.startsWith('authctl:')).length, 1, 'one sentence of authctl')
+  t.notMatch(bob.stderr, /Commit failed|rejectCommit|Node\.js v|unhandled|run with --debug/, 'no unhandled rejection, no stack of authctl')
+
+  // with room again: the store holds what it held, and takes the write
+  rmSync(filler)
+  const list = await ctl(['user', 'list', '--json'])
+  t.equal(list.code, 0, list.stderr)
+  t.same(list.json().users.map((u: { email: string }) => u.email), ['ann@example.com'], 'nothing of the failed write')
+  const verify = await ctl(['audit', 'verify'])
+  t.equal(verify.code, 0, `the audit chain is intact: ${verify.stdout}${verify.stderr}`)
+  const again = await ctl(['user', 'add', 'bob@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+  t.equal(again.code, 0, again.stderr)
+})
