@@ -223,10 +223,17 @@ t.test('import refuses a damaged or truncated file, naming the line, and creates
   writeFileSync(bad, [lines[0], JSON.stringify(user), ...lines.slice(2)].join('\n'))
   const s = await ctl(['import', bad])
   t.equal(s.code, 1)
-  // the file read whole before the store opened; the store was made (and says so), then refused the record
-  const made = ON_PG ? '' : `authctl: created a new store in ${dst}\n`
-  t.match(s.stderr, new RegExp(`^${made}authctl: Cannot import ${bad}: line 2 of the export: .*passwordHash.*; nothing was written\\.\\n$`))
-  t.same((await ctl(['user', 'list', '--json'])).json().users, [], 'nothing was imported')
+  // every record checked before the store is opened: none is made
+  t.match(s.stderr, new RegExp(`^authctl: Cannot import ${bad}: line 2 of the export: .*passwordHash.*; nothing was written\\.\\n$`))
+  if (!ON_PG) t.notOk(existsSync(dst), 'no data directory was made')
+  // a duplicate found only across records, late in the file: refused before the store is opened too
+  const twice = join(base, 'twice.export')
+  writeFileSync(twice, [lines[0], lines[1], lines[1], ...lines.slice(2)].join('\n').replace(/"records":(\d+)/, (_, n: string) => `"records":${Number(n) + 1}`))
+  const d = await ctl(['import', twice])
+  t.equal(d.code, 1)
+  t.match(d.stderr, new RegExp(`^authctl: Cannot import ${twice}: line 3 of the export: a second user with the id .*; nothing was written\\.\\n$`))
+  if (!ON_PG) t.notOk(existsSync(dst), 'no data directory was made')
+  if (ON_PG) t.same((await ctl(['user', 'list', '--json'])).json().users, [], 'nothing was imported')
 
   const none = await ctlFor(join(base, 'other'), { cwd: base })(['import', join(base, 'no-such.export')])
   t.equal(none.code, 1)

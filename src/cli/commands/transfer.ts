@@ -10,7 +10,8 @@ import { AppError, isAppError } from '../../errors.js'
 import type { BaseDeps, StoreDeps } from '../deps.js'
 import { readExportFile, writeExportFile } from '../export-file.js'
 import type { View } from '../output.js'
-import type { ImportCounts } from '../../store/store.js'
+import { readImport } from '../../store/import-records.js'
+import type { ExportRecord, ImportCounts } from '../../store/store.js'
 
 export interface ExportDoc {
   /** absolute path of the file written */
@@ -73,15 +74,22 @@ export async function importStore(
     // and leave the second waiting for a writer that is gone
     if (!statSync(file).isFile()) throw refuse('it is not a regular file (an export is read twice: save it to a file first)')
     let line = 0
-    for await (const record of readExportFile(file)) {
-      line++
-      // the store checks each record's shape as it loads it; an email's form is the core's to judge
-      const email = record.type === 'user' ? (record.user as { email?: unknown } | undefined)?.email : undefined
-      const problem = typeof email === 'string' ? emailProblem(email) : undefined
-      if (problem !== undefined) throw refuse(`line ${line} of the export: a user whose email ${problem}`)
+    async function* checked(): AsyncGenerator<ExportRecord> {
+      for await (const record of readExportFile(file)) {
+        line++
+        // an email's form is the core's to judge; the rest, the store's (readImport)
+        const email = record.type === 'user' ? (record.user as { email?: unknown } | undefined)?.email : undefined
+        const problem = typeof email === 'string' ? emailProblem(email) : undefined
+        if (problem !== undefined) throw refuse(`line ${line} of the export: a user whose email ${problem}`)
+        yield record
+      }
     }
+    // every record checked as the store will check it when it loads them, before it is opened:
+    // a file it would refuse creates nothing
+    await readImport(checked())
   } catch (err) {
-    if (isAppError(err) && err.code === 'EXPORT_FILE_INVALID') throw refuse(err.message)
+    const code = isAppError(err) ? err.code : undefined
+    if (code === 'EXPORT_FILE_INVALID' || code === 'BAD_EXPORT') throw refuse((err as Error).message)
     throw fileError(err, file) ?? err
   }
   const deps = await open()
