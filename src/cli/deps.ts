@@ -38,6 +38,8 @@ export interface BaseDeps {
   config(): Promise<Config>
   /** a password for signing in (smoke): stdin or one hidden prompt */
   password(passwordStdin: boolean): Promise<string>
+  /** a new password (add, passwd): stdin or two hidden prompts */
+  newPassword(passwordStdin: boolean): Promise<string>
   /** one line for the admin on stderr, beside the command's output (stdout stays pure JSON with --json) */
   notice(text: string): void
 }
@@ -46,8 +48,6 @@ export interface StoreDeps extends BaseDeps {
   store: Store
   admin: Admin
   confirm: Confirm
-  /** a new password (add, passwd): stdin or two hidden prompts */
-  newPassword(passwordStdin: boolean): Promise<string>
 }
 
 export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
@@ -62,6 +62,7 @@ export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
       return config
     },
     password: (passwordStdin) => readPassword({ passwordStdin }),
+    newPassword: (passwordStdin) => readNewPassword({ passwordStdin }),
     notice: (text) => io.stderr(`authctl: ${text}\n`),
   }
 }
@@ -84,8 +85,7 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
     if (!opts.create && !(existsSync(path) && statSync(path).isDirectory())) {
       throw new AppError('NO_DATA_DIR', { params: { path } })
     }
-    // LMDB keeps a store in data.mdb: without it, opening makes a new, empty store
-    created = !existsSync(join(path, 'data.mdb'))
+    created = makesNewStore(config)
   }
   const [{ openStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/open.js'), import('../core/admin.js')])
   const { store } = await openStore(config.store)
@@ -96,10 +96,12 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
     store,
     admin,
     confirm: createConfirm(processPasswordIo()),
-    newPassword: (passwordStdin) => readNewPassword({ passwordStdin }),
     close: () => store.close(),
   }
 }
+
+/** whether opening the store `config` names makes a new, empty one: LMDB keeps a store in data.mdb */
+export const makesNewStore = (config: Config): boolean => config.store.backend === 'lmdb' && !existsSync(join(config.store.path, 'data.mdb'))
 
 /** whether `path`, or a directory it would sit in, is a file (not a directory) */
 function fileInTheWay(path: string): boolean {

@@ -92,10 +92,10 @@ export async function main(io: CliIo): Promise<number> {
     .argument('<email>', 'email address')
     .option('--password-stdin', 'read the password from the first line of standard input')
     .action(
-      withStore(async (d, c) => {
-        const m = await userCmd()
-        return outcome(await m.userAdd(d, { email: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }), m.userAddView)
-      }, { create: true }),
+      withBase(async (d, c) => {
+        const [m, { openStoreDeps }] = await Promise.all([userCmd(), import('./deps.js')])
+        return outcome(await m.userAdd(d, { email: arg(c), passwordStdin: opt(c, 'passwordStdin') === true }, () => openStoreDeps(d, { create: true })), m.userAddView)
+      }),
     )
   user
     .command('list')

@@ -163,6 +163,27 @@ export interface Admin {
   revokeKey(kid: string, opts?: { algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null }>
 }
 
+/**
+ * The canonical form of a new user's email, by the rules of POST /api/auth/register (README), or
+ * USER_EMAIL_INVALID with the reason said. Needs no store: `user add` checks it before it makes one.
+ */
+export function newEmailForm(email: string): string {
+  const checked = checkEmail(email)
+  if ('problem' in checked) throw new AppError('USER_EMAIL_INVALID', { params: { email: JSON.stringify(email), problem: checked.problem } })
+  return checked.email
+}
+
+/**
+ * A new password by register's rules: CREDENTIALS_REQUIRED for white space alone (login would
+ * refuse it, so the user could never sign in), then the policy's PASSWORD_TOO_SHORT / _TOO_LONG /
+ * _TOO_COMMON. Needs no store: `user add` checks it before it makes one.
+ */
+export async function checkNewPassword(passwords: () => Promise<PasswordTools>, password: string): Promise<void> {
+  if (blank(password)) throw new AppError('CREDENTIALS_REQUIRED')
+  const { policy } = await passwords()
+  policy.check(password)
+}
+
 /** Hasher and policy from the config, created once, on first call. */
 export function lazyPasswordTools(config: Config): () => Promise<PasswordTools> {
   let tools: Promise<PasswordTools> | undefined
@@ -317,13 +338,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     if (next === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(user.email) } })
     return next
   }
-  const checkPassword = async (password: string): Promise<void> => {
-    // register's first rule, with its message: white space alone is no password (login would
-    // refuse it, so the user could never sign in)
-    if (blank(password)) throw new AppError('CREDENTIALS_REQUIRED')
-    const { policy } = await deps.passwords()
-    policy.check(password)
-  }
+  const checkPassword = (password: string): Promise<void> => checkNewPassword(deps.passwords, password)
   /** the key in its effective state now */
   /** a change of the user that ends all its sessions, in one write with its event */
   const updateEndingSessions = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<{ user: UserRecord; ended: number }> => {
@@ -351,10 +366,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     showUser: async (ref) => summary(await resolveUser(ref)),
 
     async checkNewEmail(email) {
-      // the rules of POST /api/auth/register (README), with the reason said
-      const checked = checkEmail(email)
-      if ('problem' in checked) throw new AppError('USER_EMAIL_INVALID', { params: { email: JSON.stringify(email), problem: checked.problem } })
-      const canonical = checked.email
+      const canonical = newEmailForm(email)
       if ((await store.getUserByEmail(canonical)) !== undefined) throw new AppError('USER_EXISTS', { params: { email: canonical } })
       return canonical
     },

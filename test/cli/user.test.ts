@@ -1,7 +1,7 @@
 import t from 'tap'
 import argon2 from 'argon2'
 import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AUTHCTL_BIN, lmdbOnly, ON_PG, openTestStore, storeEnv } from '../helpers/app.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
@@ -46,6 +46,21 @@ t.test('user add that creates a new store says where, on stderr, once', { skip: 
   // a store that existed but is refused an add (a taken email) says nothing about creating
   const taken = await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--data', 'data'], { cwd: dir, input: `${PASSWORD}\n` })
   t.equal(taken.stderr, 'authctl: A user with email ann@example.com already exists.\n')
+
+  // an add refused into a store not made yet makes none: the email and password are checked first
+  const refused: Array<[string, string[], string, number]> = [
+    ['invalid email', ['user', 'add', 'not-an-email', '--password-stdin'], `${PASSWORD}\n`, 1],
+    ['short password', ['user', 'add', 'c@example.com', '--password-stdin'], 'short\n', 1],
+    ['white space alone', ['user', 'add', 'c@example.com', '--password-stdin'], '          \n', 1],
+    ['common password', ['user', 'add', 'c@example.com', '--password-stdin'], 'password123\n', 1],
+    ['no terminal and no --password-stdin', ['user', 'add', 'c@example.com'], `${PASSWORD}\n`, 2],
+  ]
+  for (const [name, args, input, code] of refused) {
+    const r = await runCtl([...args, '--data', 'fresh'], { cwd: dir, input })
+    t.equal(r.code, code, `${name}: ${r.stderr}`)
+    t.notMatch(r.stderr, /created a new store/, `${name}: no store made`)
+    t.notOk(existsSync(join(dir, 'fresh')), `${name}: no data directory`)
+  }
 })
 
 t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for usage', async (t) => {

@@ -1,6 +1,6 @@
 /** authctl user add | list | show | disable | enable | passwd | rm | mfa reset: compute only, no printing. */
-import type { UserSummary } from '../../core/admin.js'
-import type { StoreDeps } from '../deps.js'
+import { checkNewPassword, lazyPasswordTools, newEmailForm, type UserSummary } from '../../core/admin.js'
+import { makesNewStore, type BaseDeps, type StoreDeps } from '../deps.js'
 import { cell, iso, shortTime, type View } from '../output.js'
 
 /** a user as authctl shows it (the JSON form) */
@@ -37,11 +37,31 @@ const userFields = (u: UserDoc): Array<[string, string]> => [
   ['2fa', u.mfaEnabled ? 'on' : 'off'],
 ]
 
-export async function userAdd(deps: StoreDeps, args: { email: string; passwordStdin: boolean }): Promise<{ user: UserDoc }> {
-  // refuse a bad or taken email before asking for a password
-  await deps.admin.checkNewEmail(args.email)
-  const password = await deps.newPassword(args.passwordStdin)
-  return { user: userDoc(await deps.admin.addUser(args.email, password)) }
+/**
+ * A bad or taken email is refused before the password is asked for. Into a store that does not
+ * exist yet (`open` makes it), the email and the password are checked before it is made, so a
+ * refused add leaves none behind (README, "Administer with authctl").
+ */
+export async function userAdd(
+  base: BaseDeps,
+  args: { email: string; passwordStdin: boolean },
+  open: () => Promise<StoreDeps & { close(): Promise<void> }>,
+): Promise<{ user: UserDoc }> {
+  let password: string | undefined
+  const config = await base.config()
+  if (makesNewStore(config)) {
+    newEmailForm(args.email)
+    password = await base.newPassword(args.passwordStdin)
+    await checkNewPassword(lazyPasswordTools(config), password)
+  }
+  const deps = await open()
+  try {
+    await deps.admin.checkNewEmail(args.email)
+    password ??= await deps.newPassword(args.passwordStdin)
+    return { user: userDoc(await deps.admin.addUser(args.email, password)) }
+  } finally {
+    await deps.close()
+  }
 }
 export const userAddView = (d: { user: UserDoc }): View => ({ fields: [['id', d.user.id], ['email', cell(d.user.email, 300)]], note: 'User created.' })
 
