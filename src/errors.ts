@@ -143,6 +143,8 @@ export const errorRegistry = {
   STDIN_NOT_UTF8: { message: 'Standard input is not valid UTF-8.' },
   STDIN_LINE_TOO_LONG: { message: 'The line on standard input is longer than {max} bytes.' },
   NO_PASSWORD_ON_STDIN: { message: 'No password was given on standard input.' },
+  /** a new password of white space alone: login refuses one (register answers it CREDENTIALS_REQUIRED) */
+  PASSWORD_BLANK: { message: 'The password is white space alone: no one could sign in with it.' },
   NO_PASSWORD: { message: 'No password was given.' },
   PASSWORDS_DIFFER: { message: 'The two passwords do not match.' },
 } as const satisfies Record<string, ErrorEntry>

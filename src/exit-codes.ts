@@ -61,6 +61,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   STDIN_NOT_UTF8: 1,
   STDIN_LINE_TOO_LONG: 1,
   NO_PASSWORD_ON_STDIN: 1,
+  PASSWORD_BLANK: 1,
   NO_PASSWORD: 1,
   PASSWORDS_DIFFER: 1,
 }

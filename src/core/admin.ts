@@ -101,7 +101,7 @@ export interface Admin {
   showUser(ref: string): Promise<UserSummary>
   /** canonical form of an email for a new user; rejects with USER_EMAIL_INVALID or USER_EXISTS (call before asking for a password) */
   checkNewEmail(email: string): Promise<string>
-  /** throws register's AppError for the password: CREDENTIALS_REQUIRED (white space alone), or the policy's (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
+  /** throws PASSWORD_BLANK (white space alone), or the policy's AppError (PASSWORD_TOO_SHORT / _TOO_LONG / _TOO_COMMON) */
   checkPassword(password: string): Promise<void>
   addUser(email: string, password: string): Promise<UserSummary>
   /** sets a new password and revokes all the user's sessions */
@@ -174,12 +174,12 @@ export function newEmailForm(email: string): string {
 }
 
 /**
- * A new password by register's rules: CREDENTIALS_REQUIRED for white space alone (login would
- * refuse it, so the user could never sign in), then the policy's PASSWORD_TOO_SHORT / _TOO_LONG /
+ * A new password by register's rules: PASSWORD_BLANK for white space alone (register's
+ * CREDENTIALS_REQUIRED: login would refuse it, so the user could never sign in), then the policy's PASSWORD_TOO_SHORT / _TOO_LONG /
  * _TOO_COMMON. Needs no store: `user add` checks it before it makes one.
  */
 export async function checkNewPassword(passwords: () => Promise<PasswordTools>, password: string): Promise<void> {
-  if (blank(password)) throw new AppError('CREDENTIALS_REQUIRED')
+  if (blank(password)) throw new AppError('PASSWORD_BLANK')
   const { policy } = await passwords()
   policy.check(password)
 }

@@ -190,7 +190,7 @@ const refusing = new WeakSet<Socket>()
  * request was carried out and its client told it was refused. When the request in flight is the
  * one that could not be read (its body was malformed), it is refused at once.
  */
-export function refuseAfterPending(socket: Socket, answer: string): void {
+function refuseAfterPending(socket: Socket, answer: string): void {
   if (refusing.has(socket)) return
   // node's response in flight on this socket (the next one queued is given the socket when it ends)
   const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage

@@ -97,11 +97,11 @@ t.test('user add and passwd refuse a password of white space alone, as register 
   for (const blank of [' '.repeat(10), '\t'.repeat(12), '\u3000'.repeat(9)]) {
     const add = await ctl(['user', 'add', 'bob@example.com', '--password-stdin'], { input: `${blank}\n` })
     t.equal(add.code, 1, `add ${JSON.stringify(blank)}: exit 1, a refused password`)
-    t.equal(add.stderr, 'authctl: Email and password are required.\n', 'register\'s message')
+    t.equal(add.stderr, 'authctl: The password is white space alone: no one could sign in with it.\n')
     t.equal(add.stdout, '')
     const passwd = await ctl(['user', 'passwd', 'ann@example.com', '--password-stdin'], { input: `${blank}\n` })
     t.equal(passwd.code, 1, `passwd ${JSON.stringify(blank)}: exit 1`)
-    t.equal(passwd.stderr, 'authctl: Email and password are required.\n')
+    t.equal(passwd.stderr, 'authctl: The password is white space alone: no one could sign in with it.\n')
     t.equal(passwd.stdout, '')
   }
   const list = await ctl(['user', 'list', '--json'])

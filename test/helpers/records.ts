@@ -1,5 +1,14 @@
 /** Plain store records for the store's own tests, and the pause that stands for "the next request". */
-import type { SessionRecord, UserRecord } from '../../src/store/store.js'
+import { generateKey } from '../../src/core/keys.js'
+import type { KeyRecord, SessionRecord, UserRecord } from '../../src/store/store.js'
+
+const pairs = new Map<string, KeyRecord>()
+/** a real ES256 pair for `kid`, the same each time it is asked for (an import checks that a key's PEMs are one usable pair) */
+export const keyPairOf = (kid: string): Pick<KeyRecord, 'privateKeyPem' | 'publicKeyPem'> => {
+  let pair = pairs.get(kid)
+  if (pair === undefined) pairs.set(kid, (pair = generateKey('ES256', 0)))
+  return { privateKeyPem: pair.privateKeyPem, publicKeyPem: pair.publicKeyPem }
+}
 
 export const user = (id: string, email: string): UserRecord => ({ id, email, passwordHash: 'x', createdAt: 1, updatedAt: 1, disabled: false })
 

@@ -8,7 +8,7 @@
  * it (the store's own on PostgreSQL, one in process on LMDB); the suite closes every store it opens.
  */
 import type { Test } from 'tap'
-import { generateKey } from '../../src/core/keys.js'
+import { keyPairOf } from '../helpers/records.js'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
 import { verifyChain } from '../../src/core/audit.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
@@ -62,19 +62,11 @@ const session = (id: string, userId: string, extra: Partial<SessionRecord> = {})
   ...extra,
 })
 
-/** a real pair per kid, the same each time (an import checks that a key's PEMs are one usable pair) */
-const pairs = new Map<string, KeyRecord>()
-const pairOf = (kid: string): KeyRecord => {
-  let pair = pairs.get(kid)
-  if (pair === undefined) pairs.set(kid, (pair = generateKey('ES256', 0)))
-  return pair
-}
 const key = (kid: string, state: KeyRecord['state'], activatedAt: number | null, extra: Partial<KeyRecord> = {}): KeyRecord => ({
   kid,
   alg: 'ES256',
   state,
-  privateKeyPem: pairOf(kid).privateKeyPem,
-  publicKeyPem: pairOf(kid).publicKeyPem,
+  ...keyPairOf(kid),
   createdAt: T0,
   activatedAt,
   retiringAt: null,

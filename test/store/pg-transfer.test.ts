@@ -6,7 +6,6 @@
  */
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { generateKey } from '../../src/core/keys.js'
 import { decideRefresh, familyHashOf, hashToken, newRefreshToken, type RefreshOutcome, type SessionPolicy } from '../../src/core/sessions.js'
 import { chainHash, GENESIS } from '../../src/store/audit-chain.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
@@ -14,6 +13,7 @@ import { redactUrl } from '../../src/config/redact-url.js'
 import { openPgStore } from '../../src/store/pg/pg-store.js'
 import type { AuditDraft, ExportRecord, KeyRecord, Store, UserRecord } from '../../src/store/store.js'
 import { pgDatabase } from '../helpers/pg.js'
+import { keyPairOf } from '../helpers/records.js'
 
 const T0 = 1_700_000_000_000
 const MIN = 60_000
@@ -28,19 +28,11 @@ const user = (id: string, extra: Partial<UserRecord> = {}): UserRecord => ({
   disabled: false,
   ...extra,
 })
-/** a real pair per kid, the same each time (an import checks that a key's PEMs are one usable pair) */
-const pairs = new Map<string, KeyRecord>()
-const pairOf = (kid: string): KeyRecord => {
-  let pair = pairs.get(kid)
-  if (pair === undefined) pairs.set(kid, (pair = generateKey('ES256', 0)))
-  return pair
-}
 const key = (kid: string, state: KeyRecord['state'], activatedAt: number | null): KeyRecord => ({
   kid,
   alg: 'ES256',
   state,
-  privateKeyPem: pairOf(kid).privateKeyPem,
-  publicKeyPem: pairOf(kid).publicKeyPem,
+  ...keyPairOf(kid),
   createdAt: T0,
   activatedAt,
   retiringAt: null,
