@@ -77,9 +77,6 @@ const CONNECTIONS = 32
 const P99_CONNECTIONS = 64
 const LOGIN_CONNECTIONS = 16
 const FLOOD_LOGINS = 32
-/** the logins of the warm-up, per daemon (warmLogins), and the most time they may take */
-const WARM_LOGINS = 2000
-const WARM_LOGINS_S = 60
 const FLOOD_ME_CONNECTIONS = 16
 const STARTS = 5
 const REFRESH_CONNECTIONS = 16
@@ -249,22 +246,6 @@ async function counted(f, url = daemon.url) {
   return { result, delta }
 }
 
-/**
- * Logins until the daemon has answered WARM_LOGINS of them (or WARM_LOGINS_S have passed). A
- * login's JavaScript runs some 45 times a second, and V8 optimises it only after about 1 500
- * logins: before that a login costs the event loop 2.8–2.9 ms, after it 1.9–2.1 ms
- * (docs/performance.md, "How the figures are made"). The rows measure a daemon past that point,
- * as a daemon under login load is after its first half minute.
- */
-async function warmLogins(url) {
-  const started = performance.now()
-  let answered = 0
-  while (answered < WARM_LOGINS && performance.now() - started < WARM_LOGINS_S * 1000) {
-    answered += (await L({ url, ...loginSpec, connections: LOGIN_CONNECTIONS, seconds: 5 })).requests
-  }
-  log(`  ${answered} logins to warm up ${url === daemon.url ? 'the LMDB daemon' : 'the PostgreSQL daemon'} (${((performance.now() - started) / 1000).toFixed(0)} s)`)
-}
-
 // ---------------------------------------------------------------------------------------------
 // Warm-up (JIT, caches, and 127.0.0.1's login allowance used up), then the rounds
 
@@ -278,11 +259,11 @@ log('warming up')
   await L({ url: daemon.url, kind: 'tokens', tokensFile: data.tokensFile, ...short })
   await L({ url: bareVerify.url, kind: 'tokens', tokensFile: data.tokensFile, ...short })
   await L({ url: daemon.url, path: '/api/auth/login', method: 'POST', body: loginBody, ...short })
-  await warmLogins(daemon.url)
+  await L({ url: daemon.url, ...loginSpec, connections: 4, ...short })
   if (pg.measured) {
     await L({ url: pgDaemon.url, ...me, ...short })
     await L({ url: pgDaemon.url, path: '/api/auth/login', method: 'POST', body: loginBody, ...short })
-    await warmLogins(pgDaemon.url)
+    await L({ url: pgDaemon.url, ...loginSpec, connections: 4, ...short })
     await L({ url: pgDaemon.url, ...(await refreshTokens(pgDaemon.url)), ...short })
   }
 }
