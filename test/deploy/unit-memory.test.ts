@@ -45,7 +45,7 @@ t.test('the unit sets the allocator and V8 settings the bench runs with', async 
   t.equal(unitEnv.MALLOC_ARENA_MAX, '1')
   t.match(unitEnv.GLIBC_TUNABLES, /(^|:)glibc\.malloc\.mmap_threshold=1048576(:|$)/)
   t.match(unitEnv.GLIBC_TUNABLES, /(^|:)glibc\.malloc\.hugetlb=1(:|$)/)
-  t.equal(unitEnv.NODE_OPTIONS, '--max-semi-space-size=8')
+  t.equal(unitEnv.NODE_OPTIONS, '--max-semi-space-size=6')
 })
 
 t.test("with the unit's environment, argon2's memory is given back after every hash", { skip }, async (t) => {
