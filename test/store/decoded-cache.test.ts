@@ -10,6 +10,7 @@
  * see the old snapshot, whatever the cache does: `nextRequest()` stands for the time between two
  * requests.
  */
+import { getHeapSnapshot } from 'node:v8'
 import t from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { MeRecord, Store } from '../../src/store/store.js'
@@ -72,4 +73,55 @@ t.test('what a caller gets cannot change what the next one reads', async (t) => 
   const u = (await store.getUser('u1'))!
   u.disabled = true
   t.equal((await store.getUser('u1'))?.disabled, false, 'getUser gives a record of its own')
+})
+
+/**
+ * The text of every string a heap snapshot holds as the parent of a sliced string (V8 keeps a
+ * substring of 13 characters or more as a slice that holds its whole parent alive).
+ */
+async function slicedParents(): Promise<string[]> {
+  let json = ''
+  for await (const chunk of getHeapSnapshot()) json += String(chunk)
+  const snap = JSON.parse(json) as {
+    snapshot: { meta: { node_fields: string[]; node_types: [string[]]; edge_fields: string[]; edge_types: [string[]] } }
+    nodes: number[]
+    edges: number[]
+    strings: string[]
+  }
+  const { meta } = snap.snapshot
+  const nf = meta.node_fields.length
+  const ef = meta.edge_fields.length
+  const [iType, iName, iEdges] = ['type', 'name', 'edge_count'].map((f) => meta.node_fields.indexOf(f)) as [number, number, number]
+  const [eType, eName, eTo] = ['type', 'name_or_index', 'to_node'].map((f) => meta.edge_fields.indexOf(f)) as [number, number, number]
+  const out: string[] = []
+  let e = 0
+  for (let n = 0; n < snap.nodes.length; n += nf) {
+    const sliced = meta.node_types[0][snap.nodes[n + iType]!] === 'sliced string'
+    for (let k = 0; k < snap.nodes[n + iEdges]!; k++, e += ef) {
+      if (!sliced || snap.strings[snap.edges[e + eName]!] !== 'parent' || meta.edge_types[0][snap.edges[e + eType]!] !== 'internal') continue
+      out.push(snap.strings[snap.nodes[snap.edges[e + eTo]! + iName]!]!)
+    }
+  }
+  return out
+}
+
+t.test('what is kept of a record holds none of the text it was decoded from', async (t) => {
+  // msgpack's decoder cuts a record's short strings out of one string of the record's bytes: a
+  // kept userId or email would keep the whole record's text alive (about 330 bytes a session)
+  const store = await openLmdbStore({ path: t.testdir() })
+  t.teardown(() => store.close())
+  // ids of the length authd makes (22 characters: long enough to be kept as slices)
+  const uid = 'uUuUuUuUuUuUuUuUuUuUu1'
+  const sids = Array.from({ length: 20 }, (_, i) => `sSsSsSsSsSsSsSsSsSsS${String(i).padStart(2, '0')}`)
+  t.ok(await store.createUser(user(uid, 'a-rather-long-address@example.com')))
+  for (const sid of sids) await store.createSession(session(sid, uid))
+  await nextRequest()
+  const read = await store.meRead(sids, NaN, new Set())
+  t.equal(read.records.size, sids.length)
+  for (const sid of sids) t.equal(read.records.get(sid)?.user?.email, 'a-rather-long-address@example.com')
+  const parents = await slicedParents()
+  t.same(parents.filter((p) => p.includes('refreshHash')), [], 'no kept session holds its record text')
+  t.same(parents.filter((p) => p.includes('passwordHash')), [], 'no kept user holds its record text')
+  // the records are still kept (a second read decodes nothing), and hold what was read
+  t.equal((await store.meRead(sids, NaN, new Set())).records.get(sids[0]!)?.userId, uid)
 })
