@@ -107,7 +107,8 @@ function projectedOnChange<V, P extends object>(db: Database<V, Key>, project: (
  * A copy of `s` that shares nothing with the text it was cut from. The msgpack decoder makes a
  * record's short strings as slices of one string of the record's bytes, and V8 keeps a slice's
  * whole parent alive: a projection kept with its session's userId held the session's whole
- * record text (about 330 bytes; 13 000 of them, 4.7 MB, after the bench: docs/performance.md).
+ * record text (about 330 bytes; 13 288 of them, 4.2 MB, after a round of the bench:
+ * docs/performance.md).
  */
 const detached = (s: string): string => Buffer.from(s, 'utf8').toString('utf8')
 
