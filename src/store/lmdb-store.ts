@@ -66,6 +66,22 @@ const EVICT_PER_WRITE = 256
 const DECODED_KEPT = 4096
 
 /**
+ * `p` with each of its strings replaced by a copy that shares nothing with the text it was cut
+ * from. The msgpack decoder makes a record's short strings as slices of one string of the
+ * record's bytes, and V8 keeps a slice's whole parent alive: a kept projection holding its
+ * session's userId held the session's whole record text (about 330 bytes; 13 288 of them,
+ * 4.2 MB, after a round of the bench: docs/performance.md). Run once per decode, not per read.
+ */
+function detachedStrings<P extends object>(p: P): P {
+  const fields = p as Record<string, unknown>
+  for (const k of Object.keys(fields)) {
+    const v = fields[k]
+    if (typeof v === 'string') fields[k] = Buffer.from(v, 'utf8').toString('utf8')
+  }
+  return p
+}
+
+/**
  * Reads of one database for meRead that decode a record, and project it to what /me needs, only
  * when its stored bytes differ from those of the last decode of that key. The bytes are read on
  * every call, so a write by any process (authctl disabling a user, revoking a session) shows on
@@ -73,7 +89,7 @@ const DECODED_KEPT = 4096
  * and was most of the cost of a /me, is saved (a write anywhere moves the store's version, and
  * /me then reads again every session it holds). The bytes are read into lmdb's shared read
  * buffer and compared there: nothing is allocated unless they changed. The projections are
- * frozen: callers share them.
+ * frozen (callers share them) and hold no slice of the decoded record (detachedStrings).
  */
 function projectedOnChange<V, P extends object>(db: Database<V, Key>, project: (value: V) => P): (key: string) => Readonly<P> | undefined {
   const kept = new Map<string, { bytes: Buffer; value: Readonly<P> }>()
@@ -96,21 +112,12 @@ function projectedOnChange<V, P extends object>(db: Database<V, Key>, project: (
     const own = Buffer.allocUnsafeSlow(n)
     own.set(bytes.subarray(0, n))
     // decoded from these very bytes; a plain read is the same snapshot (renewed once per turn)
-    const value = Object.freeze(project(decoder !== undefined ? decoder.decode(own) : db.get(key)!))
+    const value = Object.freeze(detachedStrings(project(decoder !== undefined ? decoder.decode(own) : db.get(key)!)))
     if (hit === undefined && kept.size >= DECODED_KEPT) kept.delete(kept.keys().next().value!)
     kept.set(key, { bytes: own, value })
     return value
   }
 }
-
-/**
- * A copy of `s` that shares nothing with the text it was cut from. The msgpack decoder makes a
- * record's short strings as slices of one string of the record's bytes, and V8 keeps a slice's
- * whole parent alive: a projection kept with its session's userId held the session's whole
- * record text (about 330 bytes; 13 288 of them, 4.2 MB, after a round of the bench:
- * docs/performance.md).
- */
-const detached = (s: string): string => Buffer.from(s, 'utf8').toString('utf8')
 
 // LMDB's meta page carries this magic number near its start. LMDB takes a data file on trust
 // and can crash the process on one that is not its own, so look before opening.
@@ -414,8 +421,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   }
 
   // /me's reads: what it needs of a session and of its user, decoded only when they changed
-  const meSession = projectedOnChange(sessions, (s) => ({ userId: detached(s.userId), expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt }))
-  const meUser = projectedOnChange(users, (u) => ({ id: detached(u.id), email: detached(u.email), disabled: u.disabled, mfaEnabled: u.mfa !== undefined }))
+  const meSession = projectedOnChange(sessions, (s) => ({ userId: s.userId, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt }))
+  const meUser = projectedOnChange(users, (u) => ({ id: u.id, email: u.email, disabled: u.disabled, mfaEnabled: u.mfa !== undefined }))
   const meRecord = (sid: string): MeRecord | undefined => {
     const s = tooLong(sid) ? undefined : meSession(sid)
     if (s === undefined) return undefined
