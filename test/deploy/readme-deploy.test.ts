@@ -201,6 +201,12 @@ t.test('authd, run as the unit runs it, serves the first user and the smoke test
 
   // step 4: the proxy, over the socket, is believed about the client's address
   const loginIp = async (xff: string | undefined): Promise<unknown> => {
+    // the log is written in batches (at the latest 100 ms after a batch's first line): the lines
+    // of the logins before this one are waited for, so that the line found below is this one's
+    for (let seen = -1, i = 0; i < 40 && seen !== authd.output().length; i++) {
+      seen = authd.output().length
+      await new Promise((r) => setTimeout(r, 150))
+    }
     const before = authd.output().length
     const body = JSON.stringify({ email: 'someone@example.com', password: 'not the password' })
     const r = await overSocket(socket, 'POST', '/api/auth/login', { 'content-type': 'application/json', ...(xff === undefined ? {} : { 'x-forwarded-for': xff }) }, body)
