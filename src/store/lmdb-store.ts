@@ -338,8 +338,11 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   }
   const userRange = (userId: string): { start: Key; end: Key } => ({ start: [userId], end: [userId, '\uffff'] })
   // inside a write transaction: the user's live sessions beyond `limit.max - 1`, oldest last use
-  // first, deleted. Only the small index entries are read, not the sessions themselves.
+  // first, deleted. Only the small index entries are read, not the sessions themselves, and only
+  // when the user has room for none: the live are among the indexed, whose count lmdb gives in
+  // one call, so a user under the bound costs a login no entry read or decoded.
   const evictTx = (userId: string, limit: SessionLimit): SessionEntry[] => {
+    if (userSessions.getKeysCount(userRange(userId)) <= limit.max - 1) return []
     const live: SessionEntry[] = []
     for (const { key, value } of userSessions.getRange(userRange(userId))) {
       const e = entryOf(key, value)
