@@ -113,7 +113,7 @@ function keyedUniform(): (email: string | undefined) => number {
  * always gets the 9 (docs/performance.md, "What was changed").
  */
 let hugePageAnchor: Buffer | undefined
-function anchorHashMemory(): void {
+export function anchorHashMemory(): void {
   // malloc's header and the page rounding make 2 MiB - 32 requested a mapping of 2 MiB
   if (hugePageAnchor === undefined && process.platform === 'linux') hugePageAnchor = Buffer.allocUnsafeSlow(2 * 1024 * 1024 - 32)
 }
