@@ -11,9 +11,6 @@ import argon2 from 'argon2'
 
 const [distDir, hashFile, password, secondsText] = process.argv.slice(2)
 const { defaultHashConcurrency } = await import(pathToFileURL(join(distDir, 'daemon/services.js')).href)
-// each hash's memory placed as the daemon's hasher places it (huge pages: src/core/passwords.ts)
-const { anchorHashMemory } = await import(pathToFileURL(join(distDir, 'core/passwords.js')).href)
-anchorHashMemory()
 const encoded = readFileSync(hashFile, 'utf8').trim()
 const concurrency = defaultHashConcurrency()
 

@@ -101,23 +101,6 @@ function keyedUniform(): (email: string | undefined) => number {
   return (email) => (email === undefined ? randomBytes(6) : createHmac('sha256', key).update(email).digest()).readUIntBE(0, 6) / 2 ** 48
 }
 
-/**
- * A 2 MiB mapping made just before the first hash, kept and never touched (no memory, only
- * address space). argon2 takes each hash's memory (19 MiB at the default parameters) in a mapping
- * of its own, given back after the hash (the unit's `GLIBC_TUNABLES`); Linux places it just below
- * the lowest mapping, and backs the 2 MiB-aligned stretches of it with huge pages (one page
- * fault each) and the rest with 4 KiB ones (one fault each). Below an arbitrary boundary it got
- * 8 huge pages and ~770 small ones in half of the daemon's starts, 9 and ~260 in the others: the
- * ~510 faults more cost a login 0.8 ms on this machine. A mapping whose length is a multiple of
- * 2 MiB starts on a 2 MiB boundary (Linux 6.7 and later), and one placed just below it
- * always gets the 9 (docs/performance.md, "What was changed").
- */
-let hugePageAnchor: Buffer | undefined
-export function anchorHashMemory(): void {
-  // malloc's header and the page rounding make 2 MiB - 32 requested a mapping of 2 MiB
-  if (hugePageAnchor === undefined && process.platform === 'linux') hugePageAnchor = Buffer.allocUnsafeSlow(2 * 1024 * 1024 - 32)
-}
-
 export async function createPasswordHasher(opts: HasherOptions): Promise<PasswordHasher> {
   const options = {
     type: argon2.argon2id,
@@ -139,7 +122,6 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
       await new Promise<void>((resolve) => lane.push(resolve))
     } else running++
     runs++
-    anchorHashMemory()
     try {
       return await work()
     } finally {
