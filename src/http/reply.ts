@@ -93,7 +93,8 @@ export interface Reply {
   fail(x: Exchange, code: HttpErrorCode, retryAfterS?: number, message?: string): void
   /**
    * The answer for whatever a handler threw: a deliberate error as it is, the store out of reach
-   * as 503, anything else logged (with the request id) and answered with the generic 500.
+   * or a write it refused as 503, anything else logged (with the request id) and answered with
+   * the generic 500.
    */
   error(x: Exchange, err: unknown): void
   /** a 200 of another type (the JWKS, /metrics); `cache` replaces the Cache-Control of the base set */
@@ -140,6 +141,21 @@ export function createReply(deps: ReplyDeps): Reply {
     return { text, length: Buffer.byteLength(text) }
   }
 
+  // a refused write is logged at once, then at most once per 10 s with how many more there were:
+  // on a full disk every write fails, and the log is on a disk too
+  let writeFailedAt = -Infinity
+  let writeFailedSince = 0
+  const writeFailed = (reqId: string, why: string): void => {
+    const now = Date.now()
+    if (now - writeFailedAt < 10_000) {
+      writeFailedSince++
+      return
+    }
+    log.error({ reqId, why, ...(writeFailedSince > 0 && { repeated: writeFailedSince }) }, 'store write failed')
+    writeFailedAt = now
+    writeFailedSince = 0
+  }
+
   const fail = (x: Exchange, code: HttpErrorCode, retryAfterS?: number, message?: string): void => {
     const entry: ErrorEntry & { status: number } = httpErrors[code]
     const usual = message === undefined || message === entry.message
@@ -167,6 +183,12 @@ export function createReply(deps: ReplyDeps): Reply {
       // the store's database cannot be reached: try again in a second (never a 500); its detail
       // is for logs and authctl, the client gets the registry's sentence
       if (isAppError(err) && err.code === 'STORE_UNAVAILABLE') return fail(x, 'STORE_UNAVAILABLE', 1)
+      // a write the store's disk refused (LMDB: a full disk, an I/O error; none of it was
+      // written): like a failing database, try again in a second. The cause is for the log
+      if (isAppError(err) && err.code === 'STORE_WRITE_FAILED') {
+        writeFailed(x.id, err.message)
+        return fail(x, 'STORE_UNAVAILABLE', 1)
+      }
       // an error of the store's or authctl's (no status) is a fault here, like any other
       if (isHttpError(err)) return fail(x, err.code, err.retryAfterS, err.message)
       log.error({ reqId: x.id, err }, 'unexpected error')
