@@ -222,3 +222,22 @@ export function isAppError(err: unknown): err is AppError {
 export function isHttpError(err: unknown): err is AppError & { code: HttpErrorCode; status: number } {
   return isAppError(err) && err.status !== undefined
 }
+
+// Characters a terminal would act on or hide: controls (C0, DEL, C1), line and paragraph
+// separators, and those that show nothing or turn the text around (a zero-width space, a
+// right-to-left override). Text a person typed or a client sent is shown with them escaped.
+const UNSEEN = /[\p{Cc}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\p{Bidi_Control}]/gu
+const escapeUnseen = (c: string): string => {
+  const n = c.codePointAt(0)!
+  return n <= 0xffff ? `\\u${n.toString(16).padStart(4, '0')}` : `\\u{${n.toString(16)}}`
+}
+
+/**
+ * `text` in double quotes for a message, as JSON writes a string, with every character a
+ * terminal would act on or hide written as an escape: `"a\u202eb@example.com"`, not an address
+ * shown backwards.
+ */
+export const quoted = (text: string): string => JSON.stringify(text).replace(UNSEEN, escapeUnseen)
+
+/** a line for a terminal: every character it would act on or hide written as an escape */
+export const visible = (text: string): string => text.replace(UNSEEN, escapeUnseen)

@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { main } from '../src/cli/main.js'
-import { AppError, errorRegistry, httpErrors, isAppError, isHttpError, type ErrorCode } from '../src/errors.js'
+import { AppError, errorRegistry, httpErrors, isAppError, isHttpError, quoted, visible, type ErrorCode } from '../src/errors.js'
 
 const codes = Object.keys(errorRegistry) as ErrorCode[]
 const entry = (code: ErrorCode): { status?: number; message: string } => errorRegistry[code]
@@ -67,4 +67,14 @@ t.test('authctl: an AppError is one sentence on stderr and the exit code of its 
   const config = await authctl(['smoke', '--email', 'ann@example.com', '--config', join(dir, 'none.toml')], dir)
   t.equal(config.code, 2, 'a config error: 2')
   t.match(config.stderr, /^authctl: Config: cannot read config file [^\n]+\.\n$/)
+})
+
+t.test('quoted and visible write what a terminal would act on or hide as escapes, and nothing else', async (t) => {
+  t.equal(quoted('ann@example.com'), '"ann@example.com"')
+  t.equal(quoted('a"b\\c'), '"a\\"b\\\\c"', "JSON's own escapes")
+  t.equal(quoted('a\u202eb\u200b\u00adc\u2028d\u0085e\u{e0001}'), '"a\\u202eb\\u200b\\u00adc\\u2028d\\u0085e\\u{e0001}"')
+  t.equal(quoted('\u001b[31m'), '"\\u001b[31m"')
+  t.equal(quoted('bücher.example ｆｕｌｌ 名前 🙂'), '"bücher.example ｆｕｌｌ 名前 🙂"', 'letters of every script and emoji as they are')
+  t.equal(visible('line\tend\u202e'), 'line\\u0009end\\u202e')
+  t.equal(visible('plain text: "quoted", 100 %'), 'plain text: "quoted", 100 %')
 })

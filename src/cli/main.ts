@@ -14,7 +14,7 @@ import type { BaseDeps, CliIo, GlobalOptions, StoreDeps } from './deps.js'
 import type { View } from './output.js'
 import { version } from '../version.js'
 import { auditEventsHelp } from '../core/audit-events.js'
-import { isAppError } from '../errors.js'
+import { isAppError, visible } from '../errors.js'
 import { exitCodeOf } from '../exit-codes.js'
 
 // The commands, their dependencies and the printer load when an action runs, not for --help.
@@ -53,7 +53,7 @@ export async function main(io: CliIo): Promise<number> {
       writeOut: io.stdout,
       writeErr: io.stderr,
       // commander's usage errors, as one line like every other error
-      outputError: (text, write) => write(`authctl: ${sentence(text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' '))}\n`),
+      outputError: (text, write) => write(`authctl: ${visible(sentence(text.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')))}\n`),
     })
     .configureHelp({ showGlobalOptions: true })
     .addHelpText(
@@ -343,7 +343,7 @@ export async function main(io: CliIo): Promise<number> {
   const { renderJson, renderView } = await import('./output.js')
   io.stdout(globals.json === true ? renderJson(result.data) : renderView(result.view))
   if (result.failure !== null) {
-    io.stderr(`authctl: ${result.failure}\n`)
+    io.stderr(`authctl: ${visible(result.failure)}\n`)
     return 1
   }
   return 0
@@ -362,7 +362,8 @@ function fail(io: CliIo, err: unknown, debug: boolean): number {
   // commander has already written its own one-line message (or the help)
   if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2
   const e = err as { message?: unknown; stack?: unknown } | null
-  const message = typeof e?.message === 'string' && e.message !== '' ? sentence(e.message) : 'Unexpected error.'
+  // one line, and nothing in it a terminal would act on or hide (the message may hold what was typed)
+  const message = typeof e?.message === 'string' && e.message !== '' ? visible(sentence(e.message)) : 'Unexpected error.'
   // every deliberate error is an AppError; anything else is unexpected and says so, in the same single line
   const deliberate = isAppError(err)
   io.stderr(`authctl: ${message}${deliberate || debug ? '' : ' (run with --debug for details)'}\n`)

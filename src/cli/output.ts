@@ -3,6 +3,8 @@
  * readable view (a table, labelled fields, or lines). Commands never print; main calls this once.
  */
 
+import { visible } from '../errors.js'
+
 /** What a command shows without --json. */
 export type View =
   | { table: { columns: string[]; rows: string[][] }; empty?: string; note?: string }
@@ -17,10 +19,13 @@ export const iso = (ms: number | null): string | null => (ms === null ? null : n
 
 export const shortTime = (ms: number | null): string => (ms === null ? '-' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'))
 
-/** one cell of text: control characters (a hostile user agent, say) are shown escaped, long text cut */
+/**
+ * one cell of text: control characters (a hostile user agent, say) are shown escaped, and so are
+ * those that show nothing or turn the text around (a right-to-left override); long text cut
+ */
 export function cell(value: string, max = 60): string {
   // eslint-disable-next-line no-control-regex
-  const clean = value.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
+  const clean = visible(value.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`))
   const chars = [...clean]
   return chars.length > max ? chars.slice(0, max - 1).join('') + '…' : clean
 }

@@ -9,7 +9,7 @@
  */
 import type { Algorithm, Config } from '../config/types.js'
 import type { AuditDraft, KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
-import { AppError } from '../errors.js'
+import { AppError, quoted } from '../errors.js'
 import { adminDraft, type AuditEventName, type DraftFields } from './audit.js'
 import { blank } from './credentials.js'
 import { canonicalEmail, checkEmail, mayBeStoredEmail } from './email.js'
@@ -169,7 +169,7 @@ export interface Admin {
  */
 export function newEmailForm(email: string): string {
   const checked = checkEmail(email)
-  if ('problem' in checked) throw new AppError('USER_EMAIL_INVALID', { params: { email: JSON.stringify(email), problem: checked.problem } })
+  if ('problem' in checked) throw new AppError('USER_EMAIL_INVALID', { params: { email: quoted(email), problem: checked.problem } })
   return checked.email
 }
 
@@ -218,7 +218,7 @@ export function createAdmin(deps: AdminDeps): Admin {
   }
   const resolveUser = async (ref: string): Promise<UserRecord> => {
     const user = await findUser(ref)
-    if (user === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(ref) } })
+    if (user === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: quoted(ref) } })
     return user
   }
   const liveSessions = async (userId?: string): Promise<SessionRecord[]> => {
@@ -335,7 +335,7 @@ export function createAdmin(deps: AdminDeps): Admin {
   const updateUser = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<UserRecord> => {
     const next = await store.updateUser(user.id, change, events)
     // deleted by someone else between the lookup and the write
-    if (next === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(user.email) } })
+    if (next === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: quoted(user.email) } })
     return next
   }
   const checkPassword = (password: string): Promise<void> => checkNewPassword(deps.passwords, password)
@@ -344,12 +344,12 @@ export function createAdmin(deps: AdminDeps): Admin {
   const updateEndingSessions = async (user: UserRecord, change: (u: UserRecord) => UserRecord, events: readonly AuditDraft[]): Promise<{ user: UserRecord; ended: number }> => {
     // no session is kept (no session has the empty id)
     const done = await store.updateUserEndingSessions(user.id, change, '', events)
-    if (done === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(user.email) } })
+    if (done === undefined) throw new AppError('USER_NOT_FOUND', { params: { ref: quoted(user.email) } })
     return done
   }
   const revocable = async (kid: string): Promise<KeyRecord> => {
     const key = kid.trim() === '' ? undefined : (await effectiveKeys(now())).find((k) => k.kid === kid.trim())
-    if (key === undefined) throw new AppError('KEY_NOT_FOUND', { params: { kid: JSON.stringify(kid) } })
+    if (key === undefined) throw new AppError('KEY_NOT_FOUND', { params: { kid: quoted(kid) } })
     return key
   }
   const newKey = (algorithm: Algorithm | undefined, at: number): KeyRecord => generateKey(algorithm ?? t.algorithm, at)
@@ -412,7 +412,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const user = await resolveUser(ref)
       const before = await summary(user)
       const revokedSessions = await store.countSessions(user.id)
-      if (!(await store.deleteUser(user.id, audit('admin.user.rm', ofUser(user))))) throw new AppError('USER_NOT_FOUND', { params: { ref: JSON.stringify(ref) } })
+      if (!(await store.deleteUser(user.id, audit('admin.user.rm', ofUser(user))))) throw new AppError('USER_NOT_FOUND', { params: { ref: quoted(ref) } })
       return { user: before, revokedSessions }
     },
 
@@ -488,7 +488,7 @@ export function createAdmin(deps: AdminDeps): Admin {
       const email = s === undefined ? null : ((await store.getUser(s.userId))?.email ?? null)
       const events = s === undefined ? [] : audit('admin.sessions.revoke', { userId: s.userId, email, sessionId: s.id, detail: { scope: 'session' } })
       if (s === undefined || !(await store.revokeSession(s.id, events))) {
-        throw new AppError('SESSION_ID_NOT_FOUND', { params: { id: JSON.stringify(id) } })
+        throw new AppError('SESSION_ID_NOT_FOUND', { params: { id: quoted(id) } })
       }
       return sessionSummary(s, email)
     },

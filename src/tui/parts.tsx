@@ -2,13 +2,17 @@
 import { Box, Text } from 'ink'
 import type { ReactNode } from 'react'
 import type { Field } from './state.js'
+import { visible } from '../errors.js'
 
-/** one column of a row: fixed width, cut with … when the text is longer */
+/**
+ * one column of a row: fixed width, cut with … when the text is longer. Text is shown with what
+ * a terminal would act on or hide escaped: a user agent is a client's, and Ink writes text as it is
+ */
 export function Cell(props: { width: number; children: ReactNode; bold?: boolean; inverse?: boolean; align?: 'left' | 'right' }) {
   return (
     <Box width={props.width} flexShrink={0} justifyContent={props.align === 'right' ? 'flex-end' : 'flex-start'} paddingRight={1}>
       <Text wrap="truncate-end" bold={props.bold} inverse={props.inverse}>
-        {props.children}
+        {typeof props.children === 'string' ? visible(props.children) : props.children}
       </Text>
     </Box>
   )
@@ -68,7 +72,7 @@ export function FieldLine(props: { field: Field; selected: boolean; typing: bool
   )
 }
 
-/** label and value pairs of a details page */
+/** label and value pairs of a details page (values escaped as a Cell's are) */
 export function Details(props: { rows: Array<[string, string]> }) {
   return (
     <Box flexDirection="column">
@@ -77,7 +81,7 @@ export function Details(props: { rows: Array<[string, string]> }) {
           <Box width={14} flexShrink={0}>
             <Text bold>{label}</Text>
           </Box>
-          <Text wrap="wrap">{value}</Text>
+          <Text wrap="wrap">{visible(value)}</Text>
         </Box>
       ))}
     </Box>

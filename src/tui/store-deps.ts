@@ -6,7 +6,7 @@
 import type { Admin, KeySummary, SessionSummary, UserSummary } from '../core/admin.js'
 import { isAuditEventName, readAudit, type AuditFilter } from '../core/audit.js'
 import type { AuditEvent, Store } from '../store/store.js'
-import { AppError } from '../errors.js'
+import { AppError, quoted } from '../errors.js'
 import type { SmokeOptions, SmokeResult } from '../client/smoke-steps.js'
 import { SMOKE_STEP_NAMES } from '../client/smoke-steps.js'
 import { SESSIONS_READ, type AuditRow, type KeyRow, type SessionRow, type SmokeStepEvent, type TuiDeps, type UserRow } from './deps.js'
@@ -70,10 +70,10 @@ function smokeUrl(url: string): string {
   try {
     parsed = new URL(url.trim())
   } catch {
-    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: JSON.stringify(url) } })
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: quoted(url) } })
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: JSON.stringify(url) } })
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: 'The URL', url: quoted(url) } })
   }
   return parsed.origin + parsed.pathname
 }

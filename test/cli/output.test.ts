@@ -11,6 +11,9 @@ t.test('tables align columns by characters, not bytes, and trim trailing space',
 
 t.test('cells escape control characters and cut long text', async (t) => {
   t.equal(cell('curl\u001b[2J\r\n'), 'curl\\x1b[2J\\x0d\\x0a')
+  // a right-to-left override would turn the rest of the line around; a zero-width space hides
+  t.equal(cell('evil\u202e/8.5.0 lruc\u200b'), 'evil\\u202e/8.5.0 lruc\\u200b')
+  t.equal(cell('tag\u{e0041}'), 'tag\\u{e0041}', 'a character past the BMP in braces')
   t.equal(cell('abcdef', 4), 'abc…')
   t.equal(cell('abcd', 4), 'abcd')
 })

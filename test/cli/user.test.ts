@@ -89,6 +89,24 @@ t.test('user add refuses bad input with one sentence and exit 1, or exit 2 for u
   t.same(list.json().users.map((u: { email: string }) => u.email), ['ann@example.com'], 'nothing else was created')
 })
 
+t.test('what was typed is echoed with the characters a terminal would act on or hide escaped', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const cases: Array<[string, string[], string, number]> = [
+    // a right-to-left override would show the address backwards after it
+    ['an email with a right-to-left override', ['user', 'add', 'a\u202eb@example.com', '--password-stdin'], 'authctl: "a\\u202eb@example.com" is not a valid email address: it contains an invisible or direction-changing character (U+202E).\n', 1],
+    ['a reference with a zero-width space and an escape sequence', ['user', 'show', 'x\u200by\u001b[31m'], 'authctl: No user with email or id "x\\u200by\\u001b[31m".\n', 1],
+    ['a limits target with a line separator', ['limits', 'clear', 'a\u2028b'], 'authctl: "a\\u2028b" is neither an email address nor an IP address.\n', 2],
+    ['an unknown command (commander\'s own message)', ['bad\u202ecmd'], "authctl: Unknown command 'bad\\u202ecmd'.\n", 2],
+  ]
+  for (const [name, args, stderr, code] of cases) {
+    const r = await ctl(args, { input: `${PASSWORD}\n` })
+    t.equal(r.code, code, `${name}: exit ${code}`)
+    t.equal(r.stderr, stderr, `${name}: stderr`)
+  }
+})
+
 t.test('user add and passwd refuse a password of white space alone, as register does', async (t) => {
   const dir = t.testdir()
   const ctl = ctlFor(dir)

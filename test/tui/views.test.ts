@@ -191,6 +191,22 @@ t.test('Sessions and Keys: Enter opens the full record, with every time', async 
   await ui.waitFor(/^ {2}2 keys$/m)
 })
 
+t.test("a client's text is shown with what a terminal would act on or hide escaped: in a row and in the full record", async (t) => {
+  // a user agent is whatever the client sent: an escape sequence would clear the screen, a
+  // right-to-left override turn the rest of the line around
+  const ua = 'evil\u001b[2J\u202eok'
+  const ui = mount(t, fakeDeps({ users: [alice], sessions: [session('sess-alice-1', alice, { userAgent: ua })], keys: [key('kid-active-000001')] }))
+  await ui.waitFor('alice@example.com')
+  await ui.press('2')
+  let f = await ui.waitFor('[2 Sessions]')
+  t.match(f, 'evil\\u001b[2J\\', 'the row (its column cuts the rest)')
+  t.notMatch(f, /\u001b\[2J|\u202e/u, 'neither raw')
+  await ui.press(KEY.enter)
+  f = await ui.waitFor('Session of alice@example.com')
+  t.match(f, /user agent\s+evil\\u001b\[2J\\u202eok/, 'the full record')
+  t.notMatch(f, /\u001b\[2J|\u202e/u, 'neither raw')
+})
+
 t.test('Sessions: user, ip, user agent, last used, expiry; filter by user; revoke one or all, each confirmed', async (t) => {
   const deps = seeded()
   const carol = user('carol@example.com')

@@ -4,7 +4,7 @@ import { isAuditEventName, readAudit, verifyChain, type AuditFilter, type ChainF
 import { canonicalEmail } from '../../core/email.js'
 import type { AuditEvent } from '../../store/store.js'
 import type { StoreDeps } from '../deps.js'
-import { AppError } from '../../errors.js'
+import { AppError, quoted } from '../../errors.js'
 import { cell, type View } from '../output.js'
 
 export const LIST_DEFAULT = 50
@@ -21,7 +21,7 @@ export interface AuditListArgs {
 export function parseLimit(text: string | undefined): number {
   if (text === undefined) return LIST_DEFAULT
   const n = Number(text)
-  if (!/^\d+$/.test(text) || n < 1 || n > LIST_MAX) throw new AppError('AUDIT_LIMIT_INVALID', { params: { max: LIST_MAX, got: JSON.stringify(text) } })
+  if (!/^\d+$/.test(text) || n < 1 || n > LIST_MAX) throw new AppError('AUDIT_LIMIT_INVALID', { params: { max: LIST_MAX, got: quoted(text) } })
   return n
 }
 
@@ -44,12 +44,12 @@ export function parseSince(text: string, now: number): number {
     const ms = Date.parse(zoned)
     if (!Number.isNaN(ms)) return ms
   }
-  throw new AppError('AUDIT_SINCE_INVALID', { params: { got: JSON.stringify(text) } })
+  throw new AppError('AUDIT_SINCE_INVALID', { params: { got: quoted(text) } })
 }
 
 export function parseEvent(text: string): string {
   if (isAuditEventName(text.trim())) return text.trim()
-  throw new AppError('AUDIT_EVENT_UNKNOWN', { params: { got: JSON.stringify(text) } })
+  throw new AppError('AUDIT_EVENT_UNKNOWN', { params: { got: quoted(text) } })
 }
 
 export interface AuditListDoc {

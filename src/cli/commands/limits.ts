@@ -2,7 +2,7 @@
 import { adminDraft } from '../../core/audit.js'
 import { parseLimitTarget } from '../../core/limit-clears.js'
 import type { StoreDeps } from '../deps.js'
-import { AppError } from '../../errors.js'
+import { AppError, quoted } from '../../errors.js'
 import type { View } from '../output.js'
 
 export interface LimitsClearedDoc {
@@ -20,7 +20,7 @@ export interface LimitsClearedDoc {
  */
 export async function limitsClear(deps: StoreDeps, args: { target: string }): Promise<LimitsClearedDoc> {
   const target = parseLimitTarget(args.target)
-  if (target === null) throw new AppError('LIMITS_TARGET_INVALID', { params: { target: JSON.stringify(args.target) } })
+  if (target === null) throw new AppError('LIMITS_TARGET_INVALID', { params: { target: quoted(args.target) } })
   const at = deps.now()
   const fields = 'email' in target ? { email: target.email } : { detail: { ip: target.ipKey } }
   const seq = await deps.store.addLimitClear(target, at, [adminDraft('admin.limits.clear', { at, ...fields })])

@@ -1,6 +1,6 @@
 /** authctl smoke: the smoke steps against a running daemon; the only command that talks HTTP. */
 import type { BaseDeps } from '../deps.js'
-import { AppError } from '../../errors.js'
+import { AppError, quoted } from '../../errors.js'
 import { type View } from '../output.js'
 import type { SmokeResult } from '../../client/smoke-steps.js'
 
@@ -11,10 +11,10 @@ export async function smoke(deps: BaseDeps, args: { url?: string; email: string;
   try {
     parsed = new URL(url)
   } catch {
-    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: JSON.stringify(url) } })
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: quoted(url) } })
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: JSON.stringify(url) } })
+    throw new AppError('SMOKE_URL_INVALID', { params: { what: '--url', url: quoted(url) } })
   }
   if (args.email.trim() === '') throw new AppError('SMOKE_EMAIL_EMPTY')
   const password = await deps.password(args.passwordStdin)
