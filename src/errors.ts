@@ -136,7 +136,10 @@ export const errorRegistry = {
   NO_FILE: { message: 'No file {file}.' },
   PERMISSION_DENIED: { message: 'Permission denied: {file}.' },
   IS_A_DIRECTORY: { message: '{file} is a directory.' },
-  NO_SPACE: { message: 'No space left on the device for {file}: nothing was exported.' },
+  NO_SPACE: { message: 'No space left on the device for {file}: nothing was {what}.' },
+  /** the file cannot be made where it was asked for; {why}: the directory takes no new files, a read-only file system */
+  CANNOT_CREATE: { message: 'Cannot create {file}: {why}.' },
+  NAME_TOO_LONG: { message: 'The name {file} is too long for the file system.' },
   /** a file that is no export (cli/export-file.ts): {line} is 1-based */
   EXPORT_FILE_INVALID: { message: 'line {line} {why}' },
   IMPORT_REFUSED: { message: 'Cannot import {file}: {why}; nothing was written.' },

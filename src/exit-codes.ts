@@ -56,6 +56,8 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   PERMISSION_DENIED: 1,
   IS_A_DIRECTORY: 1,
   NO_SPACE: 1,
+  CANNOT_CREATE: 1,
+  NAME_TOO_LONG: 1,
   EXPORT_FILE_INVALID: 1,
   IMPORT_REFUSED: 1,
   STDIN_NOT_UTF8: 1,

@@ -119,6 +119,22 @@ function projectedOnChange<V, P extends object>(db: Database<V, Key>, project: (
   }
 }
 
+// lmdb's copy rejects with a plain Error of the C library's strerror text: the ones a backup
+// meets given back their errno code, so authctl can say them as it says node's
+const STRERROR_CODES: Readonly<Record<string, string>> = {
+  'No space left on device': 'ENOSPC',
+  'Disk quota exceeded': 'EDQUOT',
+  'Permission denied': 'EACCES',
+  'Read-only file system': 'EROFS',
+}
+function withErrnoCode(err: unknown): unknown {
+  if (err instanceof Error && (err as NodeJS.ErrnoException).code === undefined) {
+    const code = STRERROR_CODES[err.message]
+    if (code !== undefined) (err as NodeJS.ErrnoException).code = code
+  }
+  return err
+}
+
 // LMDB's meta page carries this magic number near its start. LMDB takes a data file on trust
 // and can crash the process on one that is not its own, so look before opening.
 const LMDB_MAGIC = Buffer.from([0xde, 0xc0, 0xef, 0xbe])
@@ -880,7 +896,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       // it as data.mdb is the restored store)
       const tmp = mkdtempSync(join(dirname(file), '.authd-backup-'))
       try {
-        await root.backup(tmp, true)
+        await root.backup(tmp, true).catch((err: unknown) => {
+          throw withErrnoCode(err)
+        })
         chmodSync(join(tmp, 'data.mdb'), 0o600)
         // a hard link, not a rename: it fails on any entry already at `file` (one made while the
         // copy ran, a symlink even when dangling), where a rename would replace it

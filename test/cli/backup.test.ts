@@ -1,6 +1,7 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { existsSync, lstatSync, mkdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { call, lmdbOnly } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
@@ -129,4 +130,54 @@ t.test('backup refuses to overwrite a file and names a missing directory', { ski
 
   const noArg = await ctl(['backup'])
   t.equal(noArg.code, 2)
+})
+
+t.test('what the file system refuses a backup or an export is said as a sentence, exit 1, and leaves nothing behind', async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const long = join(dir, 'x'.repeat(300))
+  // /proc is there, and takes no new file: not a missing directory
+  const cases: Array<[string, string[], string]> = [
+    ['export, a name too long', ['export', long], `authctl: The name ${long} is too long for the file system.\n`],
+    ['export into /proc', ['export', '/proc/authd.export'], 'authctl: Cannot create /proc/authd.export: its directory takes no new files.\n'],
+  ]
+  if (LMDB_ONLY === false) {
+    cases.push(
+      ['backup, a name too long', ['backup', long], `authctl: The name ${long} is too long for the file system.\n`],
+      ['backup into /proc', ['backup', '/proc/authd.mdb'], 'authctl: Cannot create /proc/authd.mdb: its directory takes no new files.\n'],
+    )
+  }
+  for (const [name, args, stderr] of cases) {
+    const r = await ctl(args)
+    t.equal(r.code, 1, `${name}: exit 1`)
+    t.equal(r.stderr, stderr, `${name}: the sentence`)
+    t.equal(r.stdout, '', `${name}: nothing on stdout`)
+  }
+})
+
+t.test('a backup or export onto a full disk says so, exit 1, and leaves no file or temporary directory', { skip: process.getuid?.() !== 0 ? 'needs root, to mount a small tmpfs as the full disk' : false }, async (t) => {
+  const dir = t.testdir()
+  const ctl = ctlFor(dir)
+  t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  // outside the test's directory, which tap removes whether or not this is unmounted yet
+  const mnt = mkdtempSync(join(tmpdir(), 'authd-full-disk-'))
+  const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=40k', 'tmpfs', mnt], { encoding: 'utf8' })
+  t.teardown(() => {
+    if (mount.status === 0) spawnSync('umount', [mnt])
+    rmSync(mnt, { recursive: true, force: true })
+  })
+  if (mount.status !== 0) return void t.plan(0, `cannot mount a tmpfs here: ${mount.stderr.trim()}`)
+  const dd = spawnSync('dd', ['if=/dev/zero', `of=${join(mnt, 'filler')}`, 'bs=1k', 'count=100'], { encoding: 'utf8' })
+  t.not(dd.status, 0, 'dd filled the tmpfs')
+
+  const exported = await ctl(['export', join(mnt, 'store.export')])
+  t.equal(exported.code, 1, 'export: exit 1')
+  t.equal(exported.stderr, `authctl: No space left on the device for ${join(mnt, 'store.export')}: nothing was exported.\n`)
+  if (LMDB_ONLY === false) {
+    const backedUp = await ctl(['backup', join(mnt, 'store.mdb')])
+    t.equal(backedUp.code, 1, 'backup: exit 1')
+    t.equal(backedUp.stderr, `authctl: No space left on the device for ${join(mnt, 'store.mdb')}: nothing was backed up.\n`)
+  }
+  t.same(readdirSync(mnt), ['filler'], 'nothing left on the full disk')
 })

@@ -2,7 +2,8 @@
 import { existsSync, lstatSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { StoreDeps } from '../deps.js'
-import { AppError } from '../../errors.js'
+import { AppError, isAppError } from '../../errors.js'
+import { fileError } from '../file-errors.js'
 import { type View } from '../output.js'
 
 export interface BackupDoc {
@@ -16,14 +17,20 @@ export async function backup(deps: StoreDeps, args: { file: string }): Promise<B
   // a PostgreSQL store (exit 2): the database's own tools copy it
   if (deps.store.backend !== 'lmdb') throw new AppError('NO_BACKUP')
   const file = resolve(deps.cwd, args.file)
-  // a backup never replaces an earlier one, nor anything else there (a dangling symlink too):
-  // refused before the copy is made; the store refuses again when it puts the copy in place
-  if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) throw new AppError('BACKUP_EXISTS', { params: { file } })
-  const dir = dirname(file)
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AppError('NO_DIRECTORY', { params: { dir } })
-  const started = performance.now()
-  await deps.store.backup(file)
-  return { file, bytes: statSync(file).size, ms: Math.round(performance.now() - started) }
+  try {
+    // a backup never replaces an earlier one, nor anything else there (a dangling symlink too):
+    // refused before the copy is made; the store refuses again when it puts the copy in place
+    if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) throw new AppError('BACKUP_EXISTS', { params: { file } })
+    const dir = dirname(file)
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AppError('NO_DIRECTORY', { params: { dir } })
+    const started = performance.now()
+    await deps.store.backup(file)
+    return { file, bytes: statSync(file).size, ms: Math.round(performance.now() - started) }
+  } catch (err) {
+    // what the file system said (a name too long, no permission, no space) as a sentence
+    if (isAppError(err)) throw err
+    throw fileError(err, file, 'backup') ?? err
+  }
 }
 
 export const backupView = (d: BackupDoc): View => ({

@@ -10,6 +10,7 @@ import { AppError, isAppError } from '../../errors.js'
 import type { BaseDeps, StoreDeps } from '../deps.js'
 import { readExportFile, writeExportFile } from '../export-file.js'
 import type { View } from '../output.js'
+import { fileError } from '../file-errors.js'
 import { readImport } from '../../store/import-records.js'
 import type { ExportRecord, ImportCounts } from '../../store/store.js'
 
@@ -32,8 +33,7 @@ export async function exportStore(deps: StoreDeps, args: { file: string }): Prom
   try {
     written = await writeExportFile(file, deps.store.exportRecords())
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new AppError('NO_DIRECTORY', { params: { dir: dirname(file) } })
-    throw fileError(err, file) ?? err
+    throw fileError(err, file, 'export') ?? err
   }
   const n = (type: string): number => written.counts[type] ?? 0
   return { file, backend: deps.store.backend, users: n('user'), sessions: n('session'), keys: n('key'), auditEvents: n('audit'), bytes: written.bytes }
@@ -90,7 +90,7 @@ export async function importStore(
   } catch (err) {
     const code = isAppError(err) ? err.code : undefined
     if (code === 'EXPORT_FILE_INVALID' || code === 'BAD_EXPORT') throw refuse((err as Error).message)
-    throw fileError(err, file) ?? err
+    throw fileError(err, file, 'import') ?? err
   }
   const deps = await open()
   try {
@@ -103,7 +103,7 @@ export async function importStore(
       if (code === 'EXPORT_FILE_INVALID') throw refuse(`${(err as Error).message} (it changed while being read)`)
       if (code === 'NOT_EMPTY') throw refuse(`the store at ${deps.store.location} already has users (import only into a new, empty store)`)
       if (code === 'BAD_EXPORT') throw refuse((err as Error).message)
-      throw fileError(err, file) ?? err
+      throw fileError(err, file, 'import') ?? err
     }
     return { file, store: deps.store.location, ...counts }
   } finally {
@@ -130,21 +130,3 @@ function emailProblem(email: string): string | undefined {
 }
 
 
-/** a filesystem error about `file` as a sentence, or undefined for any other error */
-function fileError(err: unknown, file: string): AppError | undefined {
-  switch ((err as NodeJS.ErrnoException).code) {
-    case 'EEXIST':
-      return new AppError('EXPORT_EXISTS', { params: { file } })
-    case 'ENOENT':
-      return new AppError('NO_FILE', { params: { file } })
-    case 'EACCES':
-    case 'EPERM':
-      return new AppError('PERMISSION_DENIED', { params: { file } })
-    case 'EISDIR':
-      return new AppError('IS_A_DIRECTORY', { params: { file } })
-    case 'ENOSPC':
-      return new AppError('NO_SPACE', { params: { file } })
-    default:
-      return undefined
-  }
-}
