@@ -83,6 +83,8 @@ export const errorRegistry = {
   DATA_DIR_NOT_DIRECTORY: { message: 'cannot use the data directory {path}: a file is in the way (it must be a directory)' },
   /** the data directory holds a file that is not an authd store */
   NOT_A_STORE: { message: '{file} is not an authd store (not an LMDB data file)' },
+  /** the data directory's store is cut short or emptied: LMDB would crash on it (SIGBUS) or start afresh */
+  STORE_DAMAGED: { message: '{file} is damaged: {why}. Restore a backup of the store, or move the data directory aside to start a new, empty one' },
   /**
    * a store or database written by a newer authd, refused whole (README, "Upgrade"); the
    * PostgreSQL store gives its own sentence at the throw (a database has no backup of authd's)

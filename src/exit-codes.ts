@@ -17,6 +17,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   DATA_DIR: 1,
   DATA_DIR_NOT_DIRECTORY: 2,
   NOT_A_STORE: 1,
+  STORE_DAMAGED: 1,
   SCHEMA_TOO_NEW: 2,
   STORE_WRITE_FAILED: 1,
   KEY_TOO_LONG: 1,

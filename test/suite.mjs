@@ -62,6 +62,7 @@ export const SLOW = [
   'test/suite.test.ts',
   'test/tui/lazy-ink.test.ts',
   'test/store/file-modes.test.ts',
+  'test/store/lmdb-file-check.test.ts',
   'test/http/me-token-cache.test.ts',
   'test/helpers/pg.test.ts',
   // the PostgreSQL backend's own tests, on a throwaway server (test/helpers/pg.ts)

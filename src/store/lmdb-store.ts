@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
 import { AppError } from '../errors.js'
 import { GENESIS, sealEvent } from './audit-chain.js'
+import { lmdbFileProblem } from './lmdb-file-check.js'
 import { earlierTokenHashes, readImport } from './import-records.js'
 import { migrate, SCHEMA_VERSION } from './migrations.js'
 import {
@@ -156,6 +157,18 @@ function refuseForeignFile(file: string): void {
   if (head.length > 0 && head.indexOf(LMDB_MAGIC) === -1) {
     throw new AppError('NOT_A_STORE', { params: { file } })
   }
+  const why = head.length === 0 ? emptiedStore(file) : lmdbFileProblem(file)
+  if (why !== undefined) throw new AppError('STORE_DAMAGED', { params: { file, why } })
+}
+
+/**
+ * An empty data.mdb is a new store, unless LMDB has opened one here before: its lock.mdb, made
+ * empty beside data.mdb before LMDB first opens it, is then initialised. Without this a store cut
+ * to nothing would be started afresh, its users, sessions and keys silently gone.
+ */
+function emptiedStore(file: string): string | undefined {
+  const lock = statSync(join(dirname(file), 'lock.mdb'), { throwIfNoEntry: false })
+  return lock !== undefined && lock.size > 0 ? 'it is empty, and its lock.mdb shows a store was open here before' : undefined
 }
 
 /**
