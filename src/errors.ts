@@ -135,6 +135,7 @@ export const errorRegistry = {
   BACKUP_EXISTS: { message: '{file} already exists: a backup never overwrites a file, choose a new name.' },
   EXPORT_EXISTS: { message: '{file} already exists: an export never overwrites a file, choose a new name.' },
   NO_DIRECTORY: { message: 'Directory {dir} does not exist.' },
+  NOT_A_DIRECTORY: { message: '{dir} is not a directory.' },
   NO_FILE: { message: 'No file {file}.' },
   PERMISSION_DENIED: { message: 'Permission denied: {file}.' },
   IS_A_DIRECTORY: { message: '{file} is a directory.' },

@@ -53,6 +53,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   BACKUP_EXISTS: 1,
   EXPORT_EXISTS: 1,
   NO_DIRECTORY: 1,
+  NOT_A_DIRECTORY: 1,
   NO_FILE: 1,
   PERMISSION_DENIED: 1,
   IS_A_DIRECTORY: 1,

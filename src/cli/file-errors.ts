@@ -11,6 +11,11 @@ export type FileUse = 'export' | 'backup' | 'import'
 
 const isDirectory = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
 
+/** the error for a file whose directory `dir` is not there: missing, or something else in its place */
+export function missingDirectory(dir: string): AppError {
+  return statSync(dir, { throwIfNoEntry: false }) === undefined ? new AppError('NO_DIRECTORY', { params: { dir } }) : new AppError('NOT_A_DIRECTORY', { params: { dir } })
+}
+
 export function fileError(err: unknown, file: string, use: FileUse): AppError | undefined {
   switch ((err as NodeJS.ErrnoException | null)?.code) {
     case 'EEXIST':
@@ -20,9 +25,9 @@ export function fileError(err: unknown, file: string, use: FileUse): AppError | 
       // a directory that is there but takes no new files (/proc, say) is not a missing one
       return isDirectory(dirname(file))
         ? new AppError('CANNOT_CREATE', { params: { file, why: 'its directory takes no new files' } })
-        : new AppError('NO_DIRECTORY', { params: { dir: dirname(file) } })
+        : missingDirectory(dirname(file))
     case 'ENOTDIR':
-      return new AppError('NO_DIRECTORY', { params: { dir: dirname(file) } })
+      return missingDirectory(dirname(file))
     case 'EACCES':
     case 'EPERM':
       return new AppError('PERMISSION_DENIED', { params: { file } })

@@ -137,15 +137,18 @@ t.test('what the file system refuses a backup or an export is said as a sentence
   const ctl = ctlFor(dir)
   t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   const long = join(dir, 'x'.repeat(300))
+  writeFileSync(join(dir, 'a-file'), 'not a directory')
   // /proc is there, and takes no new file: not a missing directory
   const cases: Array<[string, string[], string]> = [
     ['export, a name too long', ['export', long], `authctl: The name ${long} is too long for the file system.\n`],
     ['export into /proc', ['export', '/proc/authd.export'], 'authctl: Cannot create /proc/authd.export: its directory takes no new files.\n'],
+    ['export under a file', ['export', join(dir, 'a-file', 'store.export')], `authctl: ${join(dir, 'a-file')} is not a directory.\n`],
   ]
   if (LMDB_ONLY === false) {
     cases.push(
       ['backup, a name too long', ['backup', long], `authctl: The name ${long} is too long for the file system.\n`],
       ['backup into /proc', ['backup', '/proc/authd.mdb'], 'authctl: Cannot create /proc/authd.mdb: its directory takes no new files.\n'],
+      ['backup under a file', ['backup', join(dir, 'a-file', 'store.mdb')], `authctl: ${join(dir, 'a-file')} is not a directory.\n`],
     )
   }
   for (const [name, args, stderr] of cases) {

@@ -3,7 +3,7 @@ import { existsSync, lstatSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { StoreDeps } from '../deps.js'
 import { AppError, isAppError } from '../../errors.js'
-import { fileError } from '../file-errors.js'
+import { fileError, missingDirectory } from '../file-errors.js'
 import { type View } from '../output.js'
 
 export interface BackupDoc {
@@ -22,7 +22,7 @@ export async function backup(deps: StoreDeps, args: { file: string }): Promise<B
     // refused before the copy is made; the store refuses again when it puts the copy in place
     if (lstatSync(file, { throwIfNoEntry: false }) !== undefined) throw new AppError('BACKUP_EXISTS', { params: { file } })
     const dir = dirname(file)
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new AppError('NO_DIRECTORY', { params: { dir } })
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw missingDirectory(dir)
     const started = performance.now()
     await deps.store.backup(file)
     return { file, bytes: statSync(file).size, ms: Math.round(performance.now() - started) }
