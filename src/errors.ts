@@ -143,6 +143,7 @@ export const errorRegistry = {
   /** the file cannot be made where it was asked for; {why}: the directory takes no new files, a read-only file system */
   CANNOT_CREATE: { message: 'Cannot create {file}: {why}.' },
   NAME_TOO_LONG: { message: 'The name {file} is too long for the file system.' },
+  LINK_LOOP: { message: 'The symbolic links of {file} go round in a loop.' },
   /** a file that is no export (cli/export-file.ts): {line} is 1-based */
   EXPORT_FILE_INVALID: { message: 'line {line} {why}' },
   IMPORT_REFUSED: { message: 'Cannot import {file}: {why}; nothing was written.' },

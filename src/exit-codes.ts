@@ -60,6 +60,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   NO_SPACE: 1,
   CANNOT_CREATE: 1,
   NAME_TOO_LONG: 1,
+  LINK_LOOP: 1,
   EXPORT_FILE_INVALID: 1,
   IMPORT_REFUSED: 1,
   STDIN_NOT_UTF8: 1,

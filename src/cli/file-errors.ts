@@ -38,6 +38,8 @@ export function fileError(err: unknown, file: string, use: FileUse): AppError | 
       return new AppError('NO_SPACE', { params: { file, what: use === 'backup' ? 'backed up' : `${use}ed` } })
     case 'ENAMETOOLONG':
       return new AppError('NAME_TOO_LONG', { params: { file } })
+    case 'ELOOP':
+      return new AppError('LINK_LOOP', { params: { file } })
     case 'EROFS':
       return new AppError('CANNOT_CREATE', { params: { file, why: 'the file system is read-only' } })
     default:

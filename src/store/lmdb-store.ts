@@ -217,6 +217,11 @@ function directoryProblem(err: unknown): string | undefined {
       return 'the file system is read-only'
     case 'ENOSPC':
       return 'no space left on the device'
+    // mkdir -p makes what is missing: what is missing and cannot be made is behind a link
+    case 'ENOENT':
+      return 'a symbolic link on its path points to nothing (a volume not mounted?)'
+    case 'ELOOP':
+      return 'the symbolic links on its path go round in a loop'
     default:
       return undefined
   }

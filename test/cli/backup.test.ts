@@ -138,17 +138,23 @@ t.test('what the file system refuses a backup or an export is said as a sentence
   t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
   const long = join(dir, 'x'.repeat(300))
   writeFileSync(join(dir, 'a-file'), 'not a directory')
+  // two links that point at each other
+  symlinkSync('loop-b', join(dir, 'loop-a'))
+  symlinkSync('loop-a', join(dir, 'loop-b'))
   // /proc is there, and takes no new file: not a missing directory
   const cases: Array<[string, string[], string]> = [
     ['export, a name too long', ['export', long], `authctl: The name ${long} is too long for the file system.\n`],
     ['export into /proc', ['export', '/proc/authd.export'], 'authctl: Cannot create /proc/authd.export: its directory takes no new files.\n'],
     ['export under a file', ['export', join(dir, 'a-file', 'store.export')], `authctl: ${join(dir, 'a-file')} is not a directory.\n`],
+    ['export through a loop of links', ['export', join(dir, 'loop-a', 'store.export')], `authctl: The symbolic links of ${join(dir, 'loop-a', 'store.export')} go round in a loop.\n`],
+    ['import of a loop of links', ['import', join(dir, 'loop-a')], `authctl: The symbolic links of ${join(dir, 'loop-a')} go round in a loop.\n`],
   ]
   if (LMDB_ONLY === false) {
     cases.push(
       ['backup, a name too long', ['backup', long], `authctl: The name ${long} is too long for the file system.\n`],
       ['backup into /proc', ['backup', '/proc/authd.mdb'], 'authctl: Cannot create /proc/authd.mdb: its directory takes no new files.\n'],
       ['backup under a file', ['backup', join(dir, 'a-file', 'store.mdb')], `authctl: ${join(dir, 'a-file')} is not a directory.\n`],
+      ['backup through a loop of links', ['backup', join(dir, 'loop-a', 'store.mdb')], `authctl: The symbolic links of ${join(dir, 'loop-a', 'store.mdb')} go round in a loop.\n`],
     )
   }
   for (const [name, args, stderr] of cases) {
@@ -183,4 +189,23 @@ t.test('a backup or export onto a full disk says so, exit 1, and leaves no file 
     t.equal(backedUp.stderr, `authctl: No space left on the device for ${join(mnt, 'store.mdb')}: nothing was backed up.\n`)
   }
   t.same(readdirSync(mnt), ['filler'], 'nothing left on the full disk')
+})
+
+t.test('a data directory behind a link to nowhere, or a loop of links, is said as a sentence', { skip: LMDB_ONLY }, async (t) => {
+  const dir = t.testdir()
+  // /var/lib/authd linked to a volume that is not mounted
+  symlinkSync(join(dir, 'unmounted', 'authd'), join(dir, 'dangling'))
+  symlinkSync('loop-b', join(dir, 'loop-a'))
+  symlinkSync('loop-a', join(dir, 'loop-b'))
+  const cases: Array<[string, string]> = [
+    [join(dir, 'dangling'), 'a symbolic link on its path points to nothing (a volume not mounted?)'],
+    [join(dir, 'loop-a'), 'the symbolic links on its path go round in a loop'],
+  ]
+  for (const [data, why] of cases) {
+    // user add may make a new store: it gets as far as making the directory
+    const r = await ctlFor(data, { cwd: dir })(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })
+    t.equal(r.code, 1, `${data}: exit 1`)
+    t.equal(r.stderr, `authctl: Cannot use the data directory ${data}: ${why}.\n`)
+  }
+  t.notOk(existsSync(join(dir, 'unmounted')), 'nothing made where the link points')
 })
