@@ -15,7 +15,7 @@ import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { credentials } from './credentials.js'
 import { AppError, isAppError } from '../errors.js'
-import { passwordFingerprint, type MfaTicket, type MfaTokens } from './mfa-tokens.js'
+import type { MfaTicket, MfaTokens } from './mfa-tokens.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
 import type { MemoryRateLimiter } from './rate-limiter.js'
@@ -343,11 +343,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
 
   /**
-   * Whether an mfaToken still stands for `user`: the user is there and enabled, the factor is on,
-   * and the password is the one that was checked (a password changed since voids the token).
+   * Whether an mfaToken still stands for `user`: the user is there and enabled, the factor is on
+   * and is the one it was issued for, and the password is the one that was checked (a password
+   * changed, or the factor reset, even if set up again, voids the token).
    */
   function stillGood(user: UserRecord | undefined, ticket: MfaTicket): user is UserRecord {
-    return user !== undefined && !user.disabled && user.mfa !== undefined && passwordFingerprint(user.passwordHash) === ticket.fingerprint
+    return user !== undefined && !user.disabled && user.mfa !== undefined && mfaTokens.binds(ticket, user.passwordHash, user.mfa.secret)
   }
 
   function loginRefused(retryAfterS: number, limit: string, client: ClientContext): { retryAfterS: number } {
@@ -529,7 +530,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // The factor is looked at only now, after the password verified: a wrong password is
       // answered above, the same whether a factor is on or not (body, headers and time).
       if (user.mfa !== undefined) {
-        const { token, expiresIn } = mfaTokens.issue(user.id, checkedHash)
+        const { token, expiresIn } = mfaTokens.issue(user.id, checkedHash, user.mfa.secret)
         events.login('mfa_required')
         log.info({ event: 'login', outcome: 'mfa_required', ip: client.ip, userId: user.id }, 'login needs a second factor')
         await Promise.all([record('login.mfa_required', client, { userId: user.id, email: user.email }), cleared])

@@ -5,7 +5,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { HOTP, Secret, TOTP } from 'otpauth'
-import { createMfaTokens, MFA_TOKEN_TTL_MS, newMfaKey, passwordFingerprint } from '../../src/core/mfa-tokens.js'
+import { createMfaTokens, MFA_TOKEN_TTL_MS, newMfaKey } from '../../src/core/mfa-tokens.js'
 import {
   codeAt,
   hashRecoveryCode,
@@ -129,11 +129,12 @@ t.test('mfaTokens: verify what was issued until five minutes pass; refuse a forg
   let now = 1_700_000_000_000
   const key = newMfaKey()
   const tokens = createMfaTokens(key, () => now)
-  const { token, expiresIn } = tokens.issue('user-1', '$argon2id$hash')
+  const { token, expiresIn } = tokens.issue('user-1', '$argon2id$hash', 'SECRET')
   t.equal(expiresIn, 300)
   const ticket = tokens.verify(token)
-  t.match(ticket, { userId: 'user-1', issuedAt: now, expiresAt: now + MFA_TOKEN_TTL_MS, fingerprint: passwordFingerprint('$argon2id$hash') })
-  t.not(tokens.issue('user-1', '$argon2id$hash').token, token, 'each token has its own id')
+  t.match(ticket, { userId: 'user-1', issuedAt: now, expiresAt: now + MFA_TOKEN_TTL_MS })
+  t.ok(tokens.binds(ticket!, '$argon2id$hash', 'SECRET'), 'bound to the hash and the factor')
+  t.not(tokens.issue('user-1', '$argon2id$hash', 'SECRET').token, token, 'each token has its own id')
   t.equal(createMfaTokens(newMfaKey(), () => now).verify(token), null, 'another store key')
   const [payload, mac] = token.split('.') as [string, string]
   const forged = Buffer.from(Buffer.from(payload, 'base64url').toString().replace('user-1', 'user-2')).toString('base64url')

@@ -5,6 +5,7 @@
  * so codes are computed for known steps.
  */
 import t from 'tap'
+import { createHash } from 'node:crypto'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import { addUser, ageLimits, call, CookieJar, buildApp, type Reply, type TestApp } from '../helpers/app.js'
 
@@ -236,6 +237,34 @@ t.test('login/mfa: 401 for an mfaToken that is forged, expired, of a changed pas
     return rest
   })
   await invalid(beforeReset, 'the factor was reset since')
+
+  // the factor set up again, with a new secret: the token of the old one stays void, even with a
+  // code of the new one
+  const passwordSession = (await login(a, 'ann@example.com')).body.data.accessToken as string
+  const setup = await call(a, 'POST', '/api/auth/mfa/totp/setup', { headers: bearer(passwordSession) })
+  const secret2 = setup.body.data.secret as string
+  t.equal((await call(a, 'POST', '/api/auth/mfa/totp/confirm', { headers: bearer(passwordSession), json: { code: codeAt(secret2, stepAt(a.clock.at)) } })).status, 200)
+  a.clock.at += 30_000
+  const again = await second(a, { mfaToken: beforeReset, code: codeAt(secret2, stepAt(a.clock.at)) })
+  t.same([again.status, again.body], [401, { success: false, message: 'Invalid or expired MFA token' }], 'the factor reset and set up again since: void with the new code')
+  const fresh = await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), code: codeAt(secret2, stepAt(a.clock.at)) })
+  t.equal(fresh.status, 200, 'a token of the new factor, with its code')
+})
+
+t.test('an mfaToken holds no digest of the password hash, and no part of it repeats from token to token', async (t) => {
+  const a = await app(t)
+  const { userId } = await withFactor(a, 'ann@example.com')
+  const hash = (await a.store.getUser(userId))!.passwordHash
+  const payloads = await Promise.all([1, 2].map(async () => Buffer.from((await mfaToken(a, 'ann@example.com')).split('.')[0]!, 'base64url').toString('utf8')))
+  const digest = createHash('sha256').update(hash).digest()
+  for (const p of payloads) {
+    t.notOk(p.includes(digest.toString('base64url', 0, 16)), 'not the digest it used to carry')
+    t.notOk(p.includes(hash), 'not the hash')
+  }
+  const parts = payloads.map((p) => p.split('.'))
+  t.equal(parts[0]![0], userId, 'the user id, as the token says whose it is')
+  t.not(parts[0]![2], parts[1]![2], 'its id differs')
+  t.not(parts[0]![3], parts[1]![3], 'its binding differs')
 })
 
 t.test('failed codes are limited per user: 429 Too many attempts with Retry-After, whichever mfaToken, even for a right code', async (t) => {
