@@ -80,11 +80,6 @@ export function createAccount(deps: AccountDeps): Account {
 
   return {
     async changePassword(who, body, client) {
-      const { currentPassword, newPassword } = body
-      if (typeof currentPassword !== 'string' || typeof newPassword !== 'string' || currentPassword.trim() === '' || newPassword.trim() === '') {
-        events.passwordChange('invalid_input')
-        throw new AppError('PASSWORDS_REQUIRED')
-      }
       const userId = who.user.id
       const user = await store.getUser(userId)
       // gone or disabled since the token was checked: what /me would answer now
@@ -98,6 +93,14 @@ export function createAccount(deps: AccountDeps): Account {
         events.rateLimited(charge.limit)
         deps.refusals.refused({ event: 'password_change', limit: charge.limit, ip: client.ip }, 'password change refused by rate limit')
         throw new AppError('TOO_MANY_LOGINS', { retryAfterS: charge.retryAfterS })
+      }
+      // the body is looked at only now (docs/api.md: while the limits are spent, 429 whatever it
+      // holds); a request without both passwords checked nothing and is not counted
+      const { currentPassword, newPassword } = body
+      if (typeof currentPassword !== 'string' || typeof newPassword !== 'string' || currentPassword.trim() === '' || newPassword.trim() === '') {
+        await deps.release(charge)
+        events.passwordChange('invalid_input')
+        throw new AppError('PASSWORDS_REQUIRED')
       }
       try {
         deps.policy.check(newPassword)

@@ -71,18 +71,21 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
   /**
    * The password of `user`, checked as a login checks it: counted before the hash as a failed
    * login of that email (login.per_ip_email and login.per_email), so a stolen access token is no
-   * way around the login limits to guess the password; while they are spent, 429 without a check.
+   * way around the login limits to guess the password; while they are spent, 429 without a check,
+   * whatever the body holds.
    */
   async function checkPassword(user: UserRecord, password: unknown, client: ClientContext): Promise<void> {
-    if (typeof password !== 'string' || password === '') {
-      events.mfaAccount('wrong_password')
-      throw new AppError('CURRENT_PASSWORD_INCORRECT')
-    }
     const charge = await loginCharges.charge(user.email, user.id, client)
     if (!charge.ok) {
       events.rateLimited(charge.limit)
       refusals.refused({ event: 'login', limit: charge.limit, ip: client.ip }, 'login refused by rate limit')
       throw new AppError('TOO_MANY_LOGINS', { retryAfterS: charge.retryAfterS })
+    }
+    // no password at all: nothing was checked, and nothing is counted
+    if (typeof password !== 'string' || password === '') {
+      await loginCharges.release(charge)
+      events.mfaAccount('wrong_password')
+      throw new AppError('CURRENT_PASSWORD_INCORRECT')
     }
     const ok = await hasher.verify(user.passwordHash, password).catch((err: unknown) => loginCharges.uncharged(charge, err))
     if (!ok) {

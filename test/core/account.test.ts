@@ -111,16 +111,25 @@ async function setup(t: Test, opts: { hasher?: PasswordHasher } = {}): Promise<S
 
 const ids = (sessions: SessionRecord[]): string[] => sessions.map((x) => x.id).sort()
 
-t.test('changePassword: a missing, non-string or blank password is PASSWORDS_REQUIRED, before anything is read or charged', async (t) => {
+const MALFORMED = [{}, { currentPassword: PASSWORD }, { newPassword: NEW_PASSWORD }, { currentPassword: PASSWORD, newPassword: '   ' }, { currentPassword: ' \t', newPassword: NEW_PASSWORD }, { currentPassword: 1, newPassword: NEW_PASSWORD }, { currentPassword: PASSWORD, newPassword: ['x'] }]
+
+t.test('changePassword: a missing, non-string or blank password is PASSWORDS_REQUIRED, its charge released: nothing counted, no hash', async (t) => {
   const s = await setup(t)
   const runs = hasher.runs
-  const bodies = [{}, { currentPassword: PASSWORD }, { newPassword: NEW_PASSWORD }, { currentPassword: PASSWORD, newPassword: '   ' }, { currentPassword: ' \t', newPassword: NEW_PASSWORD }, { currentPassword: 1, newPassword: NEW_PASSWORD }, { currentPassword: PASSWORD, newPassword: ['x'] }]
-  for (const body of bodies) {
+  for (const body of MALFORMED) {
     await t.rejects(s.account.changePassword(s.who, body, client), { code: 'PASSWORDS_REQUIRED', status: 400, message: 'Current and new password are required' }, JSON.stringify(body))
   }
-  t.same(s.charges, [], 'nothing charged to the login limits')
+  t.same(s.charges, MALFORMED.flatMap(() => ['charge ann@example.com', 'release']), 'each charge released: nothing counted to the login limits')
   t.equal(hasher.runs, runs, 'no hash run')
-  t.same(s.outcomes, bodies.map(() => 'invalid_input'))
+  t.same(s.outcomes, MALFORMED.map(() => 'invalid_input'))
+})
+
+t.test('changePassword: while the login limits are spent, TOO_MANY_LOGINS whatever the body holds (nothing checked)', async (t) => {
+  const s = await setup(t)
+  s.refuse = { ok: false, limit: 'login.per_ip_email', retryAfterS: 517 }
+  for (const body of MALFORMED) {
+    await t.rejects(s.account.changePassword(s.who, body, client), { code: 'TOO_MANY_LOGINS', status: 429, retryAfterS: 517 }, JSON.stringify(body))
+  }
 })
 
 t.test('changePassword: a user deleted or disabled since the token was checked is INVALID_ACCESS_TOKEN, nothing charged', async (t) => {

@@ -192,16 +192,25 @@ for (const op of ['disable', 'newRecoveryCodes'] as const) {
     t.ok((await ann(s)).mfaSetup, 'an unconfirmed setup is left alone')
   })
 
-  t.test(`${op}: a missing, empty or non-string password is CURRENT_PASSWORD_INCORRECT without a charge or a hash`, async (t) => {
+  t.test(`${op}: a missing, empty or non-string password is CURRENT_PASSWORD_INCORRECT, its charge released: nothing counted, no hash`, async (t) => {
     const s = await setup(t, { on: true })
     const runs = hasher.runs
-    for (const body of [{}, { password: '' }, { password: 42 }, { password: [PASSWORD] }]) {
+    const bodies = [{}, { password: '' }, { password: 42 }, { password: [PASSWORD] }]
+    for (const body of bodies) {
       await t.rejects(run(s, body), { code: 'CURRENT_PASSWORD_INCORRECT', status: 403, message: 'Current password is incorrect' }, JSON.stringify(body))
     }
-    t.same(s.charges, [])
+    t.same(s.charges, bodies.flatMap(() => ['charge ann@example.com', 'release']))
     t.equal(hasher.runs, runs)
     t.same(s.actions, Array(4).fill('wrong_password'))
     t.same((await ann(s)).mfa?.recoveryCodes, OLD.hashes)
+  })
+
+  t.test(`${op}: while the login limits are spent, TOO_MANY_LOGINS whatever the body holds`, async (t) => {
+    const s = await setup(t, { on: true })
+    s.refuse = { ok: false, limit: 'login.per_email', retryAfterS: 1200 }
+    for (const body of [{}, { password: '' }, { password: 42 }]) {
+      await t.rejects(run(s, body), { code: 'TOO_MANY_LOGINS', status: 429, retryAfterS: 1200 }, JSON.stringify(body))
+    }
   })
 
   t.test(`${op}: spent login limits are TOO_MANY_LOGINS with their Retry-After, the password unchecked and nothing changed`, async (t) => {
