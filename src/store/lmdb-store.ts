@@ -141,6 +141,9 @@ function withErrnoCode(err: unknown): unknown {
 const LMDB_MAGIC = Buffer.from([0xde, 0xc0, 0xef, 0xbe])
 
 function refuseForeignFile(file: string): void {
+  // a directory or a FIFO named data.mdb is no store (a FIFO would block the read below)
+  const kind = statSync(file, { throwIfNoEntry: false })
+  if (kind !== undefined && !kind.isFile()) throw new AppError('NOT_A_STORE', { params: { file } })
   let head: Buffer
   try {
     const fd = openSync(file, 'r')

@@ -10,6 +10,7 @@
  * event of a failed login, a limit clear), or a storm of failed logins would empty /me's cache.
  */
 import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import t from 'tap'
 import { verifyChain } from '../../src/core/audit.js'
@@ -27,6 +28,17 @@ t.test('refuses a data directory whose data.mdb is not an LMDB file, without ope
   const dir = t.testdir()
   writeFileSync(join(dir, 'data.mdb'), Buffer.alloc(8192, 0x41))
   await t.rejects(openLmdbStore({ path: dir }), { code: 'NOT_A_STORE', message: /data\.mdb is not an authd store/ })
+})
+
+t.test('refuses a data.mdb that is a directory or a FIFO, without reading it (a FIFO would block)', async (t) => {
+  const asDir = t.testdir()
+  mkdirSync(join(asDir, 'data.mdb'))
+  await t.rejects(openLmdbStore({ path: asDir }), { code: 'NOT_A_STORE', message: /data\.mdb is not an authd store/ })
+  const asFifo = join(t.testdir(), 'fifo')
+  mkdirSync(asFifo)
+  const made = spawnSync('mkfifo', [join(asFifo, 'data.mdb')])
+  if (made.status !== 0) return void t.comment('no mkfifo here')
+  await t.rejects(openLmdbStore({ path: asFifo }), { code: 'NOT_A_STORE', message: /data\.mdb is not an authd store/ })
 })
 
 t.test('opens a real store again after it was written and closed', async (t) => {
