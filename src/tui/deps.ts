@@ -58,6 +58,8 @@ export const SESSIONS_READ = 500
 export interface SnapshotOptions {
   /** the Sessions view's filter: sessions are read of the users whose email contains it */
   sessionFilter?: string
+  /** the filter is a whole email: the sessions of that user alone (`s` on a user) */
+  sessionExact?: boolean
   /** aborted when the UI quits: the read stops at its next step */
   signal?: AbortSignal
 }

@@ -62,7 +62,7 @@ export function ListFrame<T>(props: {
         <Text>
           {'  '}
           {where}
-          {list.filter !== '' ? ` matching "${list.filter}"` : ''}
+          {list.filter === '' ? '' : list.exact ? ` of ${list.filter}` : ` matching "${list.filter}"`}
         </Text>
       )}
     </Box>

@@ -81,7 +81,7 @@ export function reducer(state: State, action: Action): State {
     }
     case 'filterClear': {
       const list = currentList(state)
-      return list === null ? state : reselect(updateList(state, list, { filtering: false, filter: '' }), list)
+      return list === null ? state : reselect(updateList(state, list, { filtering: false, filter: '', exact: false }), list)
     }
 
     // ---- users
@@ -152,7 +152,7 @@ export function reducer(state: State, action: Action): State {
       const user = selectedUser(state)
       if (user === undefined) return state
       const s = { ...state, view: 'sessions' as const, notice: null }
-      return reselect(updateList(s, 'sessions', { filter: user.email, filtering: false, detail: false, index: 0, selectedId: null }), 'sessions')
+      return reselect(updateList(s, 'sessions', { filter: user.email, exact: true, filtering: false, detail: false, index: 0, selectedId: null }), 'sessions')
     }
 
     // ---- sessions
@@ -287,7 +287,8 @@ function moveSelection(state: State, to: (index: number, count: number) => numbe
 function editFilter(state: State, edit: (filter: string) => string): State {
   const list = currentList(state)
   if (list === null || !state.lists[list].filtering) return state
-  return reselect(updateList(state, list, { filter: edit(state.lists[list].filter) }), list)
+  // typed: a text to contain again, even where `s` had put a whole email
+  return reselect(updateList(state, list, { filter: edit(state.lists[list].filter), exact: false }), list)
 }
 
 /** typed or pasted text without control characters (a paste may carry a newline) */

@@ -17,6 +17,8 @@ export interface ListState {
   index: number
   /** case-insensitive text the rows' email must contain */
   filter: string
+  /** the filter is a whole email, the rows' email must be it (set by `s`: one user's sessions) */
+  exact: boolean
   /** the filter line has the keyboard */
   filtering: boolean
   /** Enter opened the selected row's details */
@@ -137,7 +139,7 @@ export interface State {
   quit: boolean
 }
 
-export const emptyList = (): ListState => ({ selectedId: null, index: 0, filter: '', filtering: false, detail: false })
+export const emptyList = (): ListState => ({ selectedId: null, index: 0, filter: '', exact: false, filtering: false, detail: false })
 
 export function smokeFields(url: string): Field[] {
   return [
@@ -185,8 +187,9 @@ export const MIN_ROWS = 24
 
 export const tooSmall = (state: State): boolean => state.terminal.columns < MIN_COLUMNS || state.terminal.rows < MIN_ROWS
 
-/** whether a list's filter lets `text` through */
-export const matchesFilter = (text: string, filter: string): boolean => filter === '' || text.toLowerCase().includes(filter.trim().toLowerCase())
+/** whether a list's filter lets `text` through: containing it, or, `exact`, being it (case aside) */
+export const matchesFilter = (text: string, filter: string, exact = false): boolean =>
+  filter === '' || (exact ? text.toLowerCase() === filter.trim().toLowerCase() : text.toLowerCase().includes(filter.trim().toLowerCase()))
 const contains = matchesFilter
 
 /** users whose email matches the filter, by email */
@@ -198,7 +201,8 @@ export function visibleUsers(state: State): UserRow[] {
 /** sessions whose user's email matches the filter, most recently used first */
 export function visibleSessions(state: State): SessionRow[] {
   const rows = state.snapshot?.sessions ?? []
-  return rows.filter((s) => contains(s.email, state.lists.sessions.filter)).sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.id < b.id ? -1 : 1))
+  const { filter, exact } = state.lists.sessions
+  return rows.filter((s) => contains(s.email, filter, exact)).sort((a, b) => b.lastUsedAt - a.lastUsedAt || (a.id < b.id ? -1 : 1))
 }
 
 /** keys, newest first (the active key is normally on top) */

@@ -92,8 +92,9 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
 
     async snapshot(o = {}) {
       const filter = o.sessionFilter ?? ''
+      const exact = o.sessionExact === true
       const read = await admin.overview({
-        sessions: { limit: SESSIONS_READ, match: filter === '' ? undefined : (email) => email !== null && matchesFilter(email, filter) },
+        sessions: { limit: SESSIONS_READ, match: filter === '' ? undefined : (email) => email !== null && matchesFilter(email, filter, exact) },
         signal: o.signal,
       })
       return {

@@ -51,6 +51,8 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
   // the Sessions view's filter, read by each load: the sessions read are those it matches
   const sessionFilter = useRef(state.lists.sessions.filter)
   sessionFilter.current = state.lists.sessions.filter
+  const sessionExact = useRef(state.lists.sessions.exact)
+  sessionExact.current = state.lists.sessions.exact
 
   // operations finished so far: a read begun before one finished may not hold its change
   const finished = useRef(0)
@@ -63,7 +65,7 @@ export function useStoreEffects(deps: TuiDeps, state: State, dispatch: Dispatch<
       const before = finished.current
       // a read that throws at once is a failure like one that rejects
       return Promise.resolve()
-        .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, signal: quit.signal }))
+        .then(() => deps.snapshot({ sessionFilter: sessionFilter.current, sessionExact: sessionExact.current, signal: quit.signal }))
         .then(
           (snapshot) => {
             // older than what the screen shows (a rotated key would vanish and take the

@@ -3,6 +3,7 @@
  * of calls, and switches to make an operation fail the way the store or the network does.
  */
 import type { AuditReadOptions, AuditRow, KeyRow, SessionRow, Snapshot, SmokeInput, SmokeStepEvent, TuiDeps, UserRow } from '../../src/tui/deps.js'
+import { matchesFilter } from '../../src/tui/state.js'
 
 export const T0 = Date.UTC(2025, 2, 4, 9, 5, 0)
 
@@ -98,10 +99,12 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
       const match = (e: AuditRow): boolean => f === '' || [e.email, e.userId, e.event].some((v) => v !== null && v.toLowerCase().includes(f))
       return d.audit.filter(match).reverse().slice(0, opts.limit)
     },
-    async snapshot() {
+    async snapshot(o = {}) {
       if (d.snapshotError !== null) throw new Error(d.snapshotError)
       const count = (id: string): number => d.sessions.filter((s) => s.userId === id).length
-      const read = { users: d.users.map((u) => ({ ...u, sessions: count(u.id) })), sessions: [...d.sessions], keys: [...d.keys] }
+      // the sessions read are those the filter lets through, as the store's snapshot reads them
+      const sessions = d.sessions.filter((s) => matchesFilter(s.email, o.sessionFilter ?? '', o.sessionExact === true))
+      const read = { users: d.users.map((u) => ({ ...u, sessions: count(u.id) })), sessions, keys: [...d.keys] }
       if (d.snapshotDelayMs > 0) await sleep(d.snapshotDelayMs)
       return read
     },

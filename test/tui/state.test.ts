@@ -117,8 +117,8 @@ t.test('each row is known by its id: a user’s and a session’s id, a key’s 
 
 t.test('the selection is its row wherever it moved; when the row is gone, the same place, within the rows', async (t) => {
   const rows = [alice, bob, carol]
-  t.equal(selectedIndex([], { selectedId: alice.id, index: 2, filter: '', filtering: false, detail: false }), -1, 'no rows: none')
-  const list = (selectedId: string | null, index: number): ListState => ({ selectedId, index, filter: '', filtering: false, detail: false })
+  t.equal(selectedIndex([], { selectedId: alice.id, index: 2, filter: '', exact: false, filtering: false, detail: false }), -1, 'no rows: none')
+  const list = (selectedId: string | null, index: number): ListState => ({ selectedId, index, filter: '', exact: false, filtering: false, detail: false })
   t.equal(selectedIndex(rows, list(carol.id, 0)), 2, 'the row, not the stale index')
   t.equal(selectedIndex(rows, list('gone', 1)), 1, 'gone: the same place')
   t.equal(selectedIndex(rows, list('gone', 7)), 2, 'past the end: the last row')

@@ -241,12 +241,22 @@ t.test('Sessions: user, ip, user agent, last used, expiry; filter by user; revok
   t.same(deps.calls, ['revokeSession sess-carol-1', 'revokeUserSessions id-alice'])
 })
 
-t.test('Users: s shows the sessions of the selected user', async (t) => {
-  const ui = mount(t, seeded())
+t.test('Users: s shows the sessions of the selected user, and of no user whose email merely contains it', async (t) => {
+  const deps = seeded()
+  // malice@example.com contains alice@example.com
+  const malice = user('malice@example.com')
+  deps.users.push(malice)
+  deps.sessions.push(session('sess-malice-1', malice))
+  const ui = mount(t, deps)
   await ui.waitFor('alice@example.com')
   await ui.press('s')
-  const f = await ui.waitFor(/^ {2}2 sessions matching "alice@example\.com"$/m)
+  let f = await ui.waitFor(/^ {2}2 sessions of alice@example\.com$/m)
   t.match(f, /\[2 Sessions\]/)
+  t.notMatch(f, /malice@example\.com/, "not malice's session")
+  // typed, the filter is a text to contain again
+  await ui.press('/', KEY.backspace, 'm', KEY.enter)
+  f = await ui.waitFor(/^ {2}3 sessions matching "alice@example\.com"$/m)
+  t.match(f, /malice@example\.com/)
 })
 
 t.test('Keys: states and times; r rotates; revoking the active key says it is replaced first; a key is revoked after y', async (t) => {
