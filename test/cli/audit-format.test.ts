@@ -57,7 +57,9 @@ t.test('--since: a duration back from now, or an ISO time (UTC unless it says); 
   t.equal(parseSince('2025-03-04T09:05', now), T0, 'no zone: UTC')
   t.equal(parseSince('2025-03-04 09:05:00.250', now), T0 + 250)
   t.equal(parseSince('2025-03-04T11:05:00+02:00', now), T0)
-  for (const bad of ['yesterday', '30', '1h30m', '-5m', '2025-13-45', '2025-03-04T25:00Z', '99999999999999999d', '']) {
+  t.equal(parseSince('2024-02-29', now), Date.UTC(2024, 1, 29), 'a leap day')
+  // days the calendar does not have: Date.parse would roll them over into the next month
+  for (const bad of ['yesterday', '30', '1h30m', '-5m', '2025-13-45', '2025-03-04T25:00Z', '99999999999999999d', '', '2025-02-30', '2025-02-29', '2025-04-31T10:00Z', '2025-01-01T24:00Z', '2025-01-01T10:60Z', '2025-00-10']) {
     t.throws(() => parseSince(bad, now), usage('AUDIT_SINCE_INVALID', /^--since takes a duration \(30s, 15m, 12h, 30d\) or an ISO 8601 time \(2025-03-04T09:05:00Z\), not ".*"\.$/), bad)
   }
 })

@@ -26,7 +26,14 @@ export function parseLimit(text: string | undefined): number {
 }
 
 // a date, or a date and time with an optional zone (none: UTC, as authctl prints times)
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,3})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i
+
+/** the date and time are ones the calendar has: Date.parse rolls 2025-02-30 over to March 2 */
+function onTheCalendar(m: RegExpExecArray): boolean {
+  const [y, mo, d, h = '0', mi = '0', s = '0'] = m.slice(1, 7).map((v) => (v === undefined ? undefined : Number(v)))
+  const day = new Date(Date.UTC(y!, mo! - 1, d!))
+  return day.getUTCMonth() === mo! - 1 && day.getUTCDate() === d && Number(h) < 24 && Number(mi) < 60 && Number(s) < 60
+}
 
 /** `--since`: a duration back from `now` (`30s`, `15m`, `12h`, `30d`) or an ISO 8601 time; ms */
 export function parseSince(text: string, now: number): number {
@@ -39,8 +46,8 @@ export function parseSince(text: string, now: number): number {
     }
   }
   const iso = ISO_TIME.exec(t)
-  if (iso !== null) {
-    const zoned = t.length > 10 && iso[1] === undefined ? `${t.replace(' ', 'T')}Z` : t.replace(' ', 'T')
+  if (iso !== null && onTheCalendar(iso)) {
+    const zoned = t.length > 10 && iso[7] === undefined ? `${t.replace(' ', 'T')}Z` : t.replace(' ', 'T')
     const ms = Date.parse(zoned)
     if (!Number.isNaN(ms)) return ms
   }
