@@ -69,12 +69,15 @@ export async function main(io: CliIo): Promise<number> {
     result = await run(createBaseDeps(io, globals), cmd)
   }
   const withStore =
-    (run: (deps: StoreDeps, cmd: Command) => Promise<Outcome>, opts: { create?: boolean } = {}) =>
+    (run: (deps: StoreDeps, cmd: Command) => Promise<Outcome>, opts: { create?: boolean; first?: (base: BaseDeps) => Promise<void> } = {}) =>
     async (...a: unknown[]) => {
       const cmd = a.at(-1) as Command
       globals = cmd.optsWithGlobals<GlobalOptions>()
       const { createBaseDeps, openStoreDeps } = await import('./deps.js')
-      const deps = await openStoreDeps(createBaseDeps(io, globals), { create: opts.create === true })
+      const base = createBaseDeps(io, globals)
+      // what the config alone decides, before the store is opened (its database may be down)
+      await opts.first?.(base)
+      const deps = await openStoreDeps(base, { create: opts.create === true })
       try {
         result = await run(deps, cmd)
       } finally {
@@ -272,10 +275,16 @@ export async function main(io: CliIo): Promise<number> {
     .command('backup')
     .description('write a consistent, compacted copy of the store to <file> while the daemon runs')
     .argument('<file>', 'the backup file to create (never overwritten)')
-    .action(withStore(async (d, c) => {
-        const m = await import('./commands/backup.js')
-        return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
-      }))
+    .action(
+      withStore(
+        async (d, c) => {
+          const m = await import('./commands/backup.js')
+          return outcome(await m.backup(d, { file: arg(c) }), m.backupView)
+        },
+        // a PostgreSQL store has no authctl backup (exit 2), whether its database answers or not
+        { first: async (b) => void (await import('./commands/backup.js')).refuseWithoutLmdb((await b.config()).store.backend) },
+      ),
+    )
 
   program
     .command('export')

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { main } from '../../src/cli/main.js'
 import type { OpenedStore } from '../../src/store/open.js'
 import type { Store } from '../../src/store/store.js'
 import { switchable } from '../helpers/unavailable-store.js'
@@ -36,6 +37,20 @@ t.test('backup of a PostgreSQL store exits 2 with a sentence naming pg_dump and 
   t.equal(r.code, 2)
   t.equal(r.stdout, '')
   t.match(r.stderr, /^authctl: [^\n]*pg_dump[^\n]*authctl export[^\n]*\.\n$/)
+  t.notOk(existsSync(file), 'nothing written')
+})
+
+t.test('backup with a PostgreSQL config exits 2 from the config alone, its database down or not', async (t) => {
+  const dir = t.testdir()
+  let stdout = ''
+  let stderr = ''
+  // nothing listens on port 1 of the loopback: the store would not open
+  const env = { AUTHD_STORE_BACKEND: 'postgres', AUTHD_STORE_URL: 'postgres://authd@127.0.0.1:1/authd' }
+  const file = join(dir, 'copy.mdb')
+  const code = await main({ argv: ['backup', file], env, cwd: dir, stdout: (x: string) => void (stdout += x), stderr: (x: string) => void (stderr += x) })
+  t.equal(code, 2)
+  t.equal(stdout, '')
+  t.match(stderr, /^authctl: [^\n]*pg_dump[^\n]*authctl export[^\n]*\.\n$/)
   t.notOk(existsSync(file), 'nothing written')
 })
 

@@ -13,9 +13,14 @@ export interface BackupDoc {
   ms: number
 }
 
+/** a PostgreSQL store has none: the database's own tools copy it (exit 2, naming them) */
+export function refuseWithoutLmdb(backend: string): void {
+  if (backend !== 'lmdb') throw new AppError('NO_BACKUP')
+}
+
 export async function backup(deps: StoreDeps, args: { file: string }): Promise<BackupDoc> {
   // a PostgreSQL store (exit 2): the database's own tools copy it
-  if (deps.store.backend !== 'lmdb') throw new AppError('NO_BACKUP')
+  refuseWithoutLmdb(deps.store.backend)
   const file = resolve(deps.cwd, args.file)
   try {
     // a backup never replaces an earlier one, nor anything else there (a dangling symlink too):
