@@ -371,6 +371,10 @@ t.test('real responses of the running daemon match the description, endpoint by 
   const byId = (method: string, id: string, opts: Parameters<typeof call>[3] = {}): Promise<Reply> =>
     call(url, method, `/api/auth/sessions/${id}`, opts).then((r) => check(t, method, '/api/auth/sessions/{id}', r))
   const otherId = (listed.body.data.sessions as Array<{ id: string; current: boolean }>).find((s) => !s.current)!.id
+  // a body, which it does not take, held to the rules of every body: nothing ended
+  t.equal((await byId('DELETE', otherId, { body: 'x', headers: { ...bearer(one), 'content-type': 'text/plain' } })).status, 415)
+  t.equal((await byId('DELETE', otherId, { body: '{', headers: { ...bearer(one), 'content-type': 'application/json' } })).status, 400)
+  t.equal((await byId('DELETE', otherId, { ...json(big), headers: bearer(one) })).status, 413)
   t.equal((await byId('DELETE', otherId, { headers: bearer(one) })).status, 200)
   t.equal((await byId('DELETE', otherId, { headers: bearer(one) })).status, 404)
   t.equal((await byId('DELETE', otherId, { headers: bearer(two) })).status, 401, 'the ended session')

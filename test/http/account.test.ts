@@ -388,6 +388,22 @@ t.test('DELETE /api/auth/sessions/:id ends that session at once: its refresh and
   t.notOk(app.logs.text().includes(other.refresh), 'no token in the log')
 })
 
+t.test('DELETE /api/auth/sessions/:id: a body sent is held to the rules of every body, and breaking them ends nothing', async (t) => {
+  const app = await buildApp(t, { env: PROXY })
+  await addUser(app, EMAIL, PASSWORD)
+  const caller = await signIn(app)
+  const other = await signIn(app, { ip: '203.0.113.7' })
+  const del = (body: string, type: string): Promise<Reply> =>
+    call(app, 'DELETE', `/api/auth/sessions/${encodeURIComponent(other.sid)}`, { body, headers: { 'content-type': type, 'x-forwarded-for': '198.51.100.9', ...caller.auth } })
+  isError(t, await del('hello', 'text/plain'), 415, 'Content-Type must be application/json')
+  isError(t, await del('{bad', 'application/json'), 400, 'Invalid JSON body')
+  isError(t, await del('[1]', 'application/json'), 400, 'Invalid JSON body')
+  t.equal((await me(app, other)).status, 200, 'the session goes on')
+  const ok = await del('{}', 'application/json')
+  t.equal(ok.status, 200, 'an empty JSON object is a body like none')
+  isError(t, await me(app, other), 401, 'Invalid or expired access token')
+})
+
 t.test('DELETE of the calling session itself is allowed: its tokens stop working', async (t) => {
   const app = await buildApp(t, { env: PROXY })
   await addUser(app, EMAIL, PASSWORD)

@@ -29,6 +29,8 @@ export function accountRoutes(c: RouteContext): Routes {
     '/api/auth/sessions/:id': {
       DELETE: async (x) => {
         const who = await c.who(x)
+        // it takes no body, but one sent is held to the rules every body is (415, 400, 413)
+        await c.body(x)
         await auth.account.revokeSession(who, x.params.id ?? '', x.client())
         reply.ok(x, 200, {})
       },
