@@ -867,6 +867,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const set = await readImport(records)
       return write((changed) => {
         if (users.getKeysCount() > 0) throw notEmpty()
+        const replacedAuditEvents = audit.getKeysCount()
         // A store without users may still hold what a daemon made on its first start (a key,
         // the secrets, audit events of failed logins): the export's replace them, so the keys,
         // the sessions and the audit log are the export's alone.
@@ -901,7 +902,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         meta.put('audit_anchor', set.anchor)
         // the seqs go on after the highest
         meta.put('audit_head', set.head)
-        const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+        const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length, replacedAuditEvents }
         // the import's own event, in its write
         changed(importEvents?.(counts))
         return counts

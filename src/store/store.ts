@@ -205,6 +205,11 @@ export interface ImportCounts {
   users: number
   sessions: number
   keys: number
+  /**
+   * the audit events the store held before (of a daemon's first start, of authctl commands run
+   * on it), replaced by the export's log: its admin.import event says how many
+   */
+  replacedAuditEvents: number
 }
 
 /** What /me needs of a session and its user (Store.meRead). */

@@ -75,7 +75,7 @@ t.test('export, then import into a new data directory: the same store, and token
   const imported = await after(['import', file, '--json'])
   t.equal(imported.code, 0, imported.stderr)
   t.equal(imported.stderr, ON_PG ? '' : `authctl: created a new store in ${dst}\n`, 'the new store is named on stderr')
-  t.same(imported.json(), { file, store: await storeLocation(dst), users: 3, sessions: 3, keys: 2 })
+  t.same(imported.json(), { file, store: await storeLocation(dst), users: 3, sessions: 3, keys: 2, replacedAuditEvents: 0 })
 
   for (const args of [['user', 'list'], ['sessions', 'list'], ['keys', 'list']]) {
     const a = (await before([...args, '--json'])).json()
@@ -301,6 +301,6 @@ t.test('import writes its admin.import in the import’s own write: a store that
     [1, 'admin.user.add'],
     [2, 'admin.import'],
   ])
-  t.same(events[1]!.detail, { users: 1, sessions: 0, keys: 0 })
+  t.same(events[1]!.detail, { users: 1, sessions: 0, keys: 0, replacedAuditEvents: 0 })
   t.same(await store.auditChain(verifyChain), { ok: true, events: 2 })
 })

@@ -18,6 +18,7 @@ import type {
   AuditDraft,
   AuditEvent,
   ExportRecord,
+  ImportCounts,
   KeyRecord,
   MfaRecord,
   SessionLimit,
@@ -917,7 +918,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     const tokens = await populate(source)
     const records = await exportOf(source)
     const target = await fresh(t)
-    t.same(await target.importRecords(fromArray(records)), { users: 3, sessions: 2, keys: 2 })
+    t.same(await target.importRecords(fromArray(records)), { users: 3, sessions: 2, keys: 2, replacedAuditEvents: 0 })
 
     t.same(canonical(await exportOf(target)), canonical(records), 'the same records')
     t.same(byId(await target.listUsers()), byId(await source.listUsers()))
@@ -1000,6 +1001,22 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     }
   })
 
+  await t.test("import: the target's own audit events (a store without users may have some) are replaced by the export's log, and counted", async (t) => {
+    const source = await fresh(t)
+    await populate(source)
+    const records = await exportOf(source)
+    const imported = await chainOf(source)
+    const target = await fresh(t)
+    // what authctl leaves on a store without users: a key rotated, limits cleared
+    await target.appendAudit([draft('admin.keys.rotate'), draft('admin.limits.clear')])
+    const audit = (counts: ImportCounts): AuditDraft[] => [draft('admin.import', { actor: 'authctl:root', detail: { ...counts } })]
+    t.same(await target.importRecords(fromArray(records), audit), { users: 3, sessions: 2, keys: 2, replacedAuditEvents: 2 })
+    const chain = await chainOf(target)
+    t.same(chain.events.slice(0, -1), imported.events, "the export's log, not the target's events")
+    t.match(chain.events.at(-1), { event: 'admin.import', detail: { users: 3, sessions: 2, keys: 2, replacedAuditEvents: 2 } }, 'its admin.import says how many were replaced')
+    t.equal(brokenAt(chain.anchor, chain.events), undefined, 'one chain')
+  })
+
   await t.test('import: its own event made of the counts, appended after the imported log in the same write; none when refused', async (t) => {
     const source = await fresh(t)
     await populate(source)
@@ -1008,7 +1025,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     const target = await fresh(t)
     let made = 0
     const audit = (counts: { users: number; sessions: number; keys: number }): AuditDraft[] => (made++, [draft('admin.import', { actor: 'authctl:root', detail: { ...counts } })])
-    t.same(await target.importRecords(fromArray(records), audit), { users: 3, sessions: 2, keys: 2 })
+    t.same(await target.importRecords(fromArray(records), audit), { users: 3, sessions: 2, keys: 2, replacedAuditEvents: 0 })
     t.equal(made, 1)
     const chain = await chainOf(target)
     t.same(chain.events.slice(0, -1), imported.events, 'the imported log as it was')
@@ -1085,7 +1102,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
       t.same(await store.listUsers(), [], `${name}: no user written`)
       t.same((await chainOf(store)).events, [], `${name}: no event written`)
     }
-    t.same(await store.importRecords(fromArray([meta, u1, u2, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }])), { users: 2, sessions: 0, keys: 0 }, 'a good export still loads after all that')
+    t.same(await store.importRecords(fromArray([meta, u1, u2, { type: 'audit_anchor', anchor: GENESIS }, { type: 'audit', event: e1 }])), { users: 2, sessions: 0, keys: 0, replacedAuditEvents: 0 }, 'a good export still loads after all that')
     t.same((await chainOf(store)).events, [e1])
   })
 }

@@ -54,6 +54,8 @@ export interface ImportDoc {
   users: number
   sessions: number
   keys: number
+  /** the audit events the store held before, replaced by the export's log (its admin.import event says so too) */
+  replacedAuditEvents: number
 }
 
 /**
@@ -112,7 +114,10 @@ export async function importStore(
 }
 
 export const importView = (d: ImportDoc): View => ({
-  lines: [`Imported ${d.file} into ${d.store}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys.`],
+  lines: [
+    `Imported ${d.file} into ${d.store}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys.`,
+    ...(d.replacedAuditEvents === 0 ? [] : [`The store's own ${d.replacedAuditEvents} audit event${d.replacedAuditEvents === 1 ? '' : 's'} (before the import) were replaced by the export's log; its admin.import event says so.`]),
+  ],
 })
 
 /**

@@ -112,6 +112,7 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>, aud
     if ((await conn.query(`SELECT 1 FROM authd_users LIMIT 1`)).length > 0) throw notEmpty()
     await conn.query(`SELECT n FROM authd_counters WHERE name = 'keys_version' FOR UPDATE`)
     await conn.query(`SELECT seq FROM authd_audit_head FOR UPDATE`)
+    const replacedAuditEvents = Number((await conn.query(`SELECT count(*) AS n FROM authd_audit`))[0].n)
     for (const table of ['authd_sessions', 'authd_keys', 'authd_mfa_used', 'authd_audit', 'authd_hash_tally']) await conn.query(`DELETE FROM ${table}`)
 
     for (const batch of slices(set.users)) {
@@ -172,7 +173,7 @@ export async function importPg(db: Db, records: AsyncIterable<ExportRecord>, aud
     }
     // the seqs go on after the highest
     await conn.query(`UPDATE authd_audit_head SET seq = $1, hash = $2, anchor_seq = $3, anchor_hash = $4`, [set.head.seq, set.head.hash, set.anchor.seq, set.anchor.hash])
-    const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length }
+    const counts = { users: set.users.length, sessions: set.sessions.length, keys: set.keys.length, replacedAuditEvents }
     // the import's own event, in its transaction (the head is locked since the start)
     await appendAuditTx(conn, audit?.(counts) ?? [])
     await conn.query('COMMIT')
