@@ -166,6 +166,28 @@ t.test('export never writes over an existing file', async (t) => {
   t.notOk(existsSync(join(dir, 'out')), 'no file out')
 })
 
+t.test("import into a store without users that has audit events of its own: they are replaced, counted and said", async (t) => {
+  const base = t.testdir()
+  const src = join(base, 'src')
+  const dst = join(base, 'dst')
+  mkdirSync(src, { mode: 0o700 })
+  mkdirSync(dst, { mode: 0o700 })
+  t.equal((await ctlFor(src, { cwd: base })(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
+  const file = join(base, 'store.export')
+  t.equal((await ctlFor(src, { cwd: base })(['export', file])).code, 0)
+  const after = ctlFor(dst, { cwd: base })
+  // what an admin may have done on the new store first
+  t.equal((await after(['keys', 'rotate'])).code, 0)
+  t.equal((await after(['limits', 'clear', '192.0.2.1'])).code, 0)
+  const r = await after(['import', file])
+  t.equal(r.code, 0, r.stderr)
+  t.match(r.stdout, "\nThe store's own 2 audit events (from before the import) were replaced by the export's log; its admin.import event says so.\n")
+  const events = (await after(['audit', 'list', '--json'])).json().events as Array<{ event: string; detail: Record<string, unknown> }>
+  t.same(events.map((e) => e.event), ['admin.import', 'admin.user.add'], "the export's log and the import, newest first")
+  t.match(events[0]!.detail, { users: 1, replacedAuditEvents: 2 })
+  t.equal((await after(['audit', 'verify'])).code, 0, 'one chain')
+})
+
 t.test('import refuses a store that already has users, and writes nothing', async (t) => {
   const base = t.testdir()
   const src = join(base, 'src')

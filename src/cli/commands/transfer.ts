@@ -116,7 +116,9 @@ export async function importStore(
 export const importView = (d: ImportDoc): View => ({
   lines: [
     `Imported ${d.file} into ${d.store}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys.`,
-    ...(d.replacedAuditEvents === 0 ? [] : [`The store's own ${d.replacedAuditEvents} audit event${d.replacedAuditEvents === 1 ? '' : 's'} (before the import) were replaced by the export's log; its admin.import event says so.`]),
+    ...(d.replacedAuditEvents === 0
+      ? []
+      : [`The store's own ${d.replacedAuditEvents === 1 ? 'audit event (from before the import) was' : `${d.replacedAuditEvents} audit events (from before the import) were`} replaced by the export's log; its admin.import event says so.`]),
   ],
 })
 
