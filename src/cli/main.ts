@@ -344,7 +344,7 @@ export async function main(io: CliIo): Promise<number> {
   visit(program)
 
   try {
-    await program.parseAsync(protectDashedIds(io.argv, known, takesValue), { from: 'user' })
+    await program.parseAsync(protectDashedIds(versionAsCommand(io.argv), known, takesValue), { from: 'user' })
   } catch (err) {
     return fail(io, err, globals.debug === true || io.argv.includes('--debug'))
   }
@@ -356,6 +356,27 @@ export async function main(io: CliIo): Promise<number> {
     return 1
   }
   return 0
+}
+
+/**
+ * `authctl --version --json` as `authctl version --json`: commander's own --version prints its
+ * line and nothing else, where --json promises one JSON document. Only when --version is all that
+ * is asked (besides the global options).
+ */
+function versionAsCommand(argv: readonly string[]): string[] {
+  if (!argv.includes('--json')) return [...argv]
+  const rest: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!
+    if (a === '--json' || a === '--debug' || /^--(?:config|data)=/.test(a)) continue
+    if (a === '--config' || a === '--data') {
+      i++
+      continue
+    }
+    rest.push(a)
+  }
+  if (rest.length !== 1 || (rest[0] !== '--version' && rest[0] !== '-V')) return [...argv]
+  return argv.map((a) => (a === rest[0] ? 'version' : a))
 }
 
 function positiveInteger(value: string): number {

@@ -14,7 +14,11 @@ t.test('authctl version, --version and -V print the version (regression: authctl
     t.equal(r.stdout, `authctl ${VERSION}\n`, args.join(' '))
     t.equal(r.stderr, '', args.join(' '))
   }
-  const json = await runCtl(['version', '--json'], { cwd: t.testdir() })
-  t.equal(json.code, 0)
-  t.same(json.json(), { version: VERSION })
+  // --json promises one JSON document on stdout, whichever way the version is asked for
+  for (const args of [['version', '--json'], ['--version', '--json'], ['--json', '-V'], ['--data', '/nowhere', '--version', '--json']]) {
+    const json = await runCtl(args, { cwd: t.testdir() })
+    t.equal(json.code, 0, args.join(' '))
+    t.same(json.json(), { version: VERSION }, args.join(' '))
+    t.equal(json.stderr, '', args.join(' '))
+  }
 })
