@@ -160,9 +160,17 @@ function refuseForeignFile(file: string): void {
   if (head.length > 0 && head.indexOf(LMDB_MAGIC) === -1) {
     throw new AppError('NOT_A_STORE', { params: { file } })
   }
-  const why = head.length === 0 ? emptiedStore(file) : lmdbFileProblem(file)
+  // A process making this very store meanwhile (LMDB writes the lock file, then the data file's
+  // first pages) can be seen half way: what looks damaged is looked at again a moment later.
+  let why = head.length === 0 ? emptiedStore(file) : lmdbFileProblem(file)
+  for (let i = 0; why !== undefined && i < 3; i++) {
+    Atomics.wait(PAUSE, 0, 0, 50)
+    why = statSync(file).size === 0 ? emptiedStore(file) : lmdbFileProblem(file)
+  }
   if (why !== undefined) throw new AppError('STORE_DAMAGED', { params: { file, why } })
 }
+/** for a synchronous pause of a few milliseconds */
+const PAUSE = new Int32Array(new SharedArrayBuffer(4))
 
 /**
  * An empty data.mdb is a new store, unless LMDB has opened one here before: its lock.mdb, made
@@ -171,7 +179,7 @@ function refuseForeignFile(file: string): void {
  */
 function emptiedStore(file: string): string | undefined {
   const lock = statSync(join(dirname(file), 'lock.mdb'), { throwIfNoEntry: false })
-  return lock !== undefined && lock.size > 0 ? 'it is empty, and its lock.mdb shows a store was open here before' : undefined
+  return lock !== undefined && lock.isFile() && lock.size > 0 ? 'it is empty, and its lock.mdb shows a store was open here before' : undefined
 }
 
 /**
@@ -185,6 +193,9 @@ const STORE_FILES = ['data.mdb', 'lock.mdb']
 function ownerOnlyFiles(dir: string): void {
   for (const name of STORE_FILES) {
     const file = join(dir, name)
+    // a directory or a FIFO of that name is no store's file (data.mdb is looked at first)
+    const kind = statSync(file, { throwIfNoEntry: false })
+    if (kind !== undefined && !kind.isFile()) throw new AppError('NOT_A_STORE', { params: { file } })
     closeSync(openSync(file, 'a', 0o600))
     if ((statSync(file).mode & 0o777) !== 0o600) chmodSync(file, 0o600)
   }

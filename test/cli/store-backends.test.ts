@@ -54,6 +54,19 @@ t.test('backup with a PostgreSQL config exits 2 from the config alone, its datab
   t.notOk(existsSync(file), 'nothing written')
 })
 
+t.test('an unexpected failure: one line with the --debug hint, and the stack only with --debug', async (t) => {
+  const dir = t.testdir()
+  const ctl = await authctl(t, async () => {
+    throw new TypeError('something no rule covers')
+  })
+  const plain = await ctl(['user', 'list', '--data', dir], dir)
+  t.equal(plain.code, 1)
+  t.equal(plain.stderr, 'authctl: Something no rule covers. (run with --debug for details)\n')
+  const debug = await ctl(['user', 'list', '--data', dir, '--debug'], dir)
+  t.equal(debug.code, 1)
+  t.match(debug.stderr, /^authctl: Something no rule covers\.\nTypeError: something no rule covers\n +at /, 'the stack follows the sentence')
+})
+
 t.test('a store that does not answer: one sentence, exit 1', async (t) => {
   const dir = t.testdir()
   const real = await openLmdbStore({ path: dir })
