@@ -93,6 +93,12 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const ownUrl = socket === null && config.server.port === 0 && config.server.publicUrl === derivePublicUrl(config.server.host, 0)
   const handlerFor = (port: number): Handler =>
     ownUrl ? services.app({ ...config, server: { ...config.server, publicUrl: derivePublicUrl(config.server.host, port) } }) : services.handler
+  // SIGTERM and SIGINT are heard from before the listening line: one sent the moment that line
+  // appears (a supervisor, a script) drains and exits 0 like any other, rather than killing
+  const signalled = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'))
+    process.once('SIGINT', () => resolve('SIGINT'))
+  })
   const running = await listen(services, at, handlerFor).catch(async (err: unknown) => {
     await services.close()
     throw listenFailure(err, at)
@@ -114,10 +120,7 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   })
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'))
 
-  const signal = await new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'))
-    process.once('SIGINT', () => resolve('SIGINT'))
-  })
+  const signal = await signalled
   log.info({ event: 'stopping', signal }, 'draining in-flight requests')
   await running.stop(10_000)
   log.info({ event: 'stopped' }, 'authd stopped')

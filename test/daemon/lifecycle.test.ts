@@ -2,9 +2,12 @@
  * The real daemon (`authd start`, built, in a child process): ready when it listens, and on
  * SIGTERM it stops accepting, lets the request in flight finish, and exits 0.
  */
+import { spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
 import { connect } from 'node:net'
+import { join } from 'node:path'
 import t from 'tap'
-import { call } from '../helpers/app.js'
+import { AUTHD_BIN, call, storeEnv } from '../helpers/app.js'
 import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 
 const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
@@ -90,4 +93,39 @@ t.test('exits 0 promptly on SIGTERM with an idle keep-alive connection open', as
   t.equal(code, 0)
   t.ok(performance.now() - started < 4000, 'an idle connection does not hold the shutdown')
   socket.destroy()
+})
+
+// A plain node process watches for the line and signals at once, as a supervisor does: from
+// this test's own process (tap's loaders on its event loop) the signal would come later than that.
+// The window is narrow (authd loaded jsonwebtoken, some 20-30 ms, before it heard signals): run by
+// itself, the watcher saw the code before the fix killed by the signal in 3 runs of 3; under the
+// test runner, with the cores busy, the signal can come after it and the old code pass.
+
+const WATCH = `
+const { spawn } = require('node:child_process')
+const [bin, dir] = process.argv.slice(1)
+const proc = spawn(process.execPath, [bin, 'start', '--data', dir, '--port', '0'], { cwd: dir, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+let out = ''
+proc.stdout.on('data', (c) => {
+  const first = !out.includes('authd listening')
+  out += c
+  if (first && out.includes('authd listening')) proc.kill('SIGTERM')
+})
+proc.stderr.on('data', (c) => (out += c))
+proc.once('exit', (code, signal) => process.stdout.write(JSON.stringify({ code, signal, stopped: out.includes('"event":"stopped"') })))
+`
+
+t.test('a SIGTERM sent the moment the listening line appears drains and exits 0, as any other', async (t) => {
+  for (let i = 0; i < 3; i++) {
+    const dir = join(t.testdir(), `d${i}`)
+    mkdirSync(dir, { mode: 0o700 })
+    const watcher = spawn(process.execPath, ['-e', WATCH, AUTHD_BIN, dir], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...(await storeEnv(dir)) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let report = ''
+    watcher.stdout.on('data', (c: Buffer) => (report += c.toString()))
+    await within(new Promise((resolve) => watcher.once('exit', resolve)), 15_000, 'the watcher')
+    t.same(JSON.parse(report), { code: 0, signal: null, stopped: true }, `run ${i}: exit 0 after draining, not killed by the signal`)
+  }
 })
