@@ -18,13 +18,31 @@ export function locateConfigFile(flag: string | undefined, envValue: string | un
   return existsSync(implicit) ? implicit : null
 }
 
+/** why a config file could not be read, in words (the code in brackets for any other) */
+const READ_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EISDIR: 'it is a directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ELOOP: 'its symbolic links go round in a loop',
+  ENAMETOOLONG: 'the name is too long',
+}
+
 export function readConfigFile(file: string): Layer {
+  let bytes: Buffer
+  try {
+    bytes = readFileSync(file)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    const reason = (code !== undefined && READ_FAILURES[code]) || code || (error as Error).message
+    throw configError(`config: cannot read config file ${file} (${reason})`)
+  }
   let text: string
   try {
-    text = readFileSync(file, 'utf8')
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message
-    throw configError(`config: cannot read config file ${file} (${reason})`)
+    // TOML is UTF-8: a file in another encoding would have its bytes replaced without a word
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    throw configError(`config: config file ${file} is not UTF-8 text (TOML files are UTF-8)`)
   }
   let table: Record<string, unknown>
   try {

@@ -77,9 +77,11 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     } catch {}
     return fail(path, problem, at)
   }
-  const duration = (path: KeyPath, { allowZero = false } = {}): number => {
+  const duration = (path: KeyPath, { allowZero = false, wholeSeconds = false } = {}): number => {
     const ms = parsed(path, parseDuration, 'must be a duration like "15m" (an integer followed by ms, s, m, h or d)')
     if (ms > MAX_DURATION_MS) return fail(path, `must be a duration of at most ${MAX_DURATION}`, entry(path))
+    // what a token's exp or a cookie's Max-Age carries is whole seconds: 999ms would be 0
+    if (wholeSeconds && ms % 1000 !== 0) return fail(path, 'must be a whole number of seconds (tokens and cookies carry seconds)', entry(path))
     return ms === 0 && !allowZero ? fail(path, 'must be a duration greater than 0', entry(path)) : ms
   }
   const size = (path: KeyPath): number => {
@@ -115,6 +117,11 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
   const cookieName = string('cookie.name', 'must be a cookie name (letters, digits and !#$%&\'*+-.^_`|~)', (n) =>
     COOKIE_TOKEN.test(n),
   )
+  // the device cookie's names (http/device-cookie.ts): a refresh cookie of the same name would be
+  // written over by it on every login, and no refresh would ever work
+  if (cookieName === 'authd_device' || cookieName === '__Host-authd_device') {
+    fail('cookie.name', "must not be the device cookie's name (authd_device, __Host-authd_device)", entry('cookie.name'))
+  }
   // Browsers drop such cookies outright, which would silently break refresh.
   if (sameSite === 'None' && !secure) conflict('cookie.same_site', 'None requires cookie.secure = true', 'cookie.secure')
   if (/^__(secure|host)-/i.test(cookieName) && !secure) {
@@ -161,7 +168,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     store: { path: resolve(options.cwd, string('store.path')), backend, url: storeUrl(), poolSize: integer('store.pool_size', 1, 1000) },
     tokens: {
       algorithm: oneOf('tokens.algorithm', ['ES256', 'RS256'] as const),
-      accessTtlMs: duration('tokens.access_ttl'),
+      accessTtlMs: duration('tokens.access_ttl', { wholeSeconds: true }),
       issuer: string('tokens.issuer'),
       audience: string('tokens.audience'),
       clockToleranceMs: duration('tokens.clock_tolerance', { allowZero: true }),
@@ -169,7 +176,7 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
     },
     sessions: {
       idleTtlMs: duration('sessions.idle_ttl'),
-      absoluteTtlMs: duration('sessions.absolute_ttl'),
+      absoluteTtlMs: duration('sessions.absolute_ttl', { wholeSeconds: true }),
       reuseGraceMs: duration('sessions.reuse_grace', { allowZero: true }),
       maxPerUser: integer('sessions.max_per_user', 1, 100000),
     },
@@ -209,7 +216,9 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
 
 /** postgres:// or postgresql://, as node-postgres and libpq take them */
 function isPostgresUrl(text: string): boolean {
-  return /^postgres(?:ql)?:\/\/[^\s]*$/.test(text)
+  // a URL node-postgres can take apart (a port past 65535 or a broken IPv6 host it cannot). Its
+  // parser reads an empty host (`authd@/authd?host=/run/postgresql`, a Unix socket) as a dummy one
+  return /^postgres(?:ql)?:\/\/[^\s]*$/.test(text) && (URL.canParse(text) || URL.canParse(text.replace('@/', '@___DUMMY___/')))
 }
 
 function isPublicUrl(text: string): boolean {

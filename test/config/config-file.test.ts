@@ -3,7 +3,7 @@
  * ./auth.toml if it exists; README, "Configure") and how a file that cannot be read or parsed is
  * reported: one CONFIG_INVALID line naming the file (and the line and column of a TOML error).
  */
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { locateConfigFile, readConfigFile } from '../../src/config/config-file.js'
@@ -64,9 +64,18 @@ t.test('reads a file as a layer whose source names the file', async (t) => {
 
 t.test('a file that cannot be read names the file and the reason', async (t) => {
   const cwd = t.testdir({})
-  configError(t, () => readConfigFile(join(cwd, 'missing.toml')), `config: cannot read config file ${join(cwd, 'missing.toml')} (ENOENT)`)
+  configError(t, () => readConfigFile(join(cwd, 'missing.toml')), `config: cannot read config file ${join(cwd, 'missing.toml')} (no such file)`)
   mkdirSync(join(cwd, 'dir.toml'))
-  configError(t, () => readConfigFile(join(cwd, 'dir.toml')), `config: cannot read config file ${join(cwd, 'dir.toml')} (EISDIR)`)
+  configError(t, () => readConfigFile(join(cwd, 'dir.toml')), `config: cannot read config file ${join(cwd, 'dir.toml')} (it is a directory)`)
+})
+
+t.test('a file that is not UTF-8 is refused, not read with its bytes replaced', async (t) => {
+  const cwd = t.testdir({})
+  // Latin-1 "café", and a UTF-8 sequence cut short
+  for (const [name, bytes] of [['latin1.toml', Buffer.from('[tokens]\nissuer = "caf\xe9"\n', 'latin1')], ['cut.toml', Buffer.concat([Buffer.from('[mfa]\nissuer = "Acme '), Buffer.from([0xe2, 0x82]), Buffer.from('"\n')])]] as const) {
+    writeFileSync(join(cwd, name), bytes)
+    configError(t, () => readConfigFile(join(cwd, name)), `config: config file ${join(cwd, name)} is not UTF-8 text (TOML files are UTF-8)`)
+  }
 })
 
 t.test('a file that is not TOML names the file, the line and the column, on one line', async (t) => {

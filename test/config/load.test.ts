@@ -142,7 +142,7 @@ t.test('config file discovery', async (t) => {
     t.equal(config.server.port, 3333)
   })
   t.test('a named file that does not exist is an error naming it', async (t) => {
-    configError(t, () => load(dir, { env: { AUTHD_CONFIG: 'missing.toml' } }), join(dir, 'missing.toml'), 'ENOENT')
+    configError(t, () => load(dir, { env: { AUTHD_CONFIG: 'missing.toml' } }), join(dir, 'missing.toml'), 'no such file')
   })
   t.test('an empty --config or AUTHD_CONFIG is an error', async (t) => {
     configError(t, () => load(dir, { flags: { config: '' } }), '--config')

@@ -79,6 +79,12 @@ t.test('each kind of check refuses a value of the wrong type with its own senten
     [{ 'server.socket': 'run/a\0.sock' }, 'server.socket must be a file path, or "" for none (got "run/a\\u0000.sock"'],
     [{ 'store.url': 5 }, 'store.url must be a PostgreSQL URL, or "" with store.backend = "lmdb" (got 5'],
     [{ 'server.public_url': 5 }, 'server.public_url must be an absolute http(s) URL without credentials (got 5'],
+    // a token's exp and a cookie's Max-Age are whole seconds: 999ms was 0, dead on arrival
+    [{ 'tokens.access_ttl': '999ms' }, 'tokens.access_ttl must be a whole number of seconds (tokens and cookies carry seconds) (got "999ms"'],
+    [{ 'sessions.absolute_ttl': '1500ms' }, 'sessions.absolute_ttl must be a whole number of seconds (tokens and cookies carry seconds) (got "1500ms"'],
+    // the device cookie writes over a refresh cookie of its name at every login
+    [{ 'cookie.name': 'authd_device', 'cookie.secure': false }, "cookie.name must not be the device cookie's name (authd_device, __Host-authd_device) (got \"authd_device\""],
+    [{ 'cookie.name': '__Host-authd_device' }, "cookie.name must not be the device cookie's name (authd_device, __Host-authd_device) (got \"__Host-authd_device\""],
   ]
   for (const [values, problem] of cases) {
     const key = Object.keys(values)[0]!
@@ -257,6 +263,10 @@ t.test('store.url: "" with lmdb; a postgres:// or postgresql:// URL without spac
     `config: store.url must be a URL like "postgres://authd@db.internal:5432/authd" (got "postgres://authd:***@db /authd" ${FILE})`,
     'store.url',
   )
+  // ones node-postgres cannot take apart: a port past 65535, a broken IPv6 host (they failed at start, raw)
+  for (const [url, shown] of [['postgres://a:pw@127.0.0.1:99999/d', 'postgres://a:***@127.0.0.1:99999/d'], ['postgres://[::1:1/d', 'postgres://[::1:1/d']]) {
+    refuses(t, { 'store.backend': 'postgres', 'store.url': url }, `config: store.url must be a URL like "postgres://authd@db.internal:5432/authd" (got "${shown}" ${FILE})`, 'store.url')
+  }
 })
 
 t.test('mfa.issuer is tokens.issuer unless set', async (t) => {
