@@ -772,10 +772,13 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       const sid = await store.findSessionIdByRefreshHash(hash, familyHashOf(token))
       const session = sid === undefined ? undefined : await store.getSession(sid)
       if (session === undefined) return
-      // every session of the user, though, only for the holder of the live token
+      // every session of the user, though, only for the holder of the live token, or of one
+      // replaced within the grace (a lost response: refresh would answer it with the live one)
       const email = (await store.getUser(session.userId))?.email ?? null
       const signedOut = (detail: Record<string, unknown>) => [apiDraft('logout', client, { at: deps.now(), userId: session.userId, email, sessionId: session.id, detail })]
-      if (body.all === true && sameHash(hash, session.refreshHash)) {
+      const current = (): boolean =>
+        sameHash(hash, session.refreshHash) || decideRefresh(session, { token, hash }, { now: deps.now(), policy: sessionPolicy }).result.kind === 'grace'
+      if (body.all === true && current()) {
         const n = await store.revokeUserSessions(session.userId, signedOut({ all: true }))
         log.info({ event: 'logout', all: true, sessions: n, userId: session.userId, ip: client.ip }, 'signed out everywhere')
       } else {

@@ -1,5 +1,6 @@
 /** The listening server: the only place that calls listen(). */
-import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, unlinkSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { AppError } from '../errors.js'
@@ -165,6 +166,11 @@ const ADDRESS_FAILURES: Readonly<Record<string, string>> = {
   EADDRINUSE: 'the address is already in use (set --port or server.port)',
   EACCES: 'permission denied (ports below 1024 need privileges)',
   EADDRNOTAVAIL: 'no such address on this machine',
+  // a host name that does not resolve, now or for a while (set --host or server.host)
+  ENOTFOUND: 'the host name does not resolve (set --host or server.host)',
+  EAI_AGAIN: 'the host name could not be resolved just now (set --host or server.host, or try again)',
+  // an IPv6 address whose zone (%if) names no interface here
+  EINVAL: 'not an address this machine can listen on (set --host or server.host)',
 }
 
 /**
@@ -176,7 +182,9 @@ export function listenFailure(err: unknown, at: ListenAt): unknown {
   const reasons = 'socket' in at ? SOCKET_FAILURES : ADDRESS_FAILURES
   if (typeof errno !== 'string' || !Object.hasOwn(reasons, errno)) return err
   const where = 'socket' in at ? at.socket : `${at.host}:${at.port}`
-  return new AppError('LISTEN_FAILED', { params: { where, why: reasons[errno]! } })
+  // Linux answers a socket in a directory that does not exist with EACCES, not ENOENT
+  const why = 'socket' in at && errno === 'EACCES' && !existsSync(dirname(at.socket)) ? SOCKET_FAILURES.ENOENT! : reasons[errno]!
+  return new AppError('LISTEN_FAILED', { params: { where, why } })
 }
 
 /** the sockets whose error answer waits for the responses before it (refuseAfterPending) */

@@ -114,10 +114,15 @@ t.test('listenFailure: what authd start says of an address or socket it cannot l
     [address, 'EADDRINUSE', 'cannot listen on 127.0.0.1:80: the address is already in use (set --port or server.port)'],
     [address, 'EACCES', 'cannot listen on 127.0.0.1:80: permission denied (ports below 1024 need privileges)'],
     [address, 'EADDRNOTAVAIL', 'cannot listen on 127.0.0.1:80: no such address on this machine'],
+    [address, 'ENOTFOUND', 'cannot listen on 127.0.0.1:80: the host name does not resolve (set --host or server.host)'],
+    [address, 'EAI_AGAIN', 'cannot listen on 127.0.0.1:80: the host name could not be resolved just now (set --host or server.host, or try again)'],
+    [address, 'EINVAL', 'cannot listen on 127.0.0.1:80: not an address this machine can listen on (set --host or server.host)'],
     [socket, 'EADDRINUSE', 'cannot listen on /run/authd/authd.sock: another process is listening on that socket'],
     [socket, 'ENAMETOOLONG', 'cannot listen on /run/authd/authd.sock: a socket path is at most 107 bytes (server.socket)'],
     [socket, 'ENOTSOCK', 'cannot listen on /run/authd/authd.sock: the path exists and is not a socket (server.socket)'],
-    [socket, 'EACCES', 'cannot listen on /run/authd/authd.sock: permission denied (server.socket)'],
+    [{ socket: '/' + 'authd.sock' }, 'EACCES', 'cannot listen on /authd.sock: permission denied (server.socket)'],
+    // Linux's answer for a directory that is not there
+    [{ socket: '/no-such-dir/authd.sock' }, 'EACCES', 'cannot listen on /no-such-dir/authd.sock: no such directory (server.socket)'],
     [socket, 'ENOENT', 'cannot listen on /run/authd/authd.sock: no such directory (server.socket)'],
   ] as const) {
     const e = listenFailure(errno(code), at)

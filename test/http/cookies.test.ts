@@ -33,9 +33,10 @@ t.test('name, path and SameSite from config, the same when set and when cleared'
   t.match(none.clear(), /; Secure; SameSite=None$/)
 })
 
-t.test('Max-Age is sessions.absolute_ttl in whole seconds, rounded down', async (t) => {
+t.test('Max-Age is sessions.absolute_ttl in seconds (which the config holds to whole seconds)', async (t) => {
   t.match(createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' })).set(TOKEN), /; Max-Age=7200;/)
-  t.match(createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '1999ms' })).set(TOKEN), /; Max-Age=1;/)
+  t.match(createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2000ms' })).set(TOKEN), /; Max-Age=2;/)
+  t.throws(() => testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '1999ms' }), { code: 'CONFIG_INVALID' }, 'a part of a second is refused, not rounded down')
 })
 
 t.test('read: the value of our cookie among others; nothing when absent', async (t) => {

@@ -188,7 +188,7 @@ t.test('a used token is recognised however many rotations ago it was used: it en
   t.ok(await app.store.getSession(sid2), 'a stranger cannot end a session by guessing')
 })
 
-t.test('logout with any token the session had ends it; {"all":true} only with the live one', async (t) => {
+t.test('logout with any token the session had ends it; {"all":true} only with the live one or one replaced within the grace', async (t) => {
   const { c, app, sid, rt0 } = await signedIn(t)
   const other = new CookieJar(COOKIE)
   await login(app, other) // the same user, another device
@@ -209,6 +209,15 @@ t.test('logout with any token the session had ends it; {"all":true} only with th
   await login(app2, device)
   t.equal((await logout(app2, live2, true)).status, 200)
   t.equal((await app2.store.listSessions()).length, 0, 'the live token can')
+
+  // a token replaced a moment ago (its response lost): refresh would answer it with the live one
+  const { c: c3, app: app3, rt0: first3 } = await signedIn(t)
+  await login(app3, new CookieJar(COOKIE))
+  c3.advance(1_000)
+  t.equal((await refreshWith(app3, first3)).status, 200)
+  t.equal((await app3.store.listSessions()).length, 2)
+  t.equal((await logout(app3, first3, true)).status, 200)
+  t.equal((await app3.store.listSessions()).length, 0, 'a token replaced within the grace can')
 })
 
 t.test('20 concurrent refreshes with one token leave exactly one live successor', async (t) => {
