@@ -1,11 +1,11 @@
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, lstatSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, lmdbOnly } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
 import { onTestMachine, readmeBlock, systemctlLine, testUser, withoutComment, writeSudo } from '../helpers/readme.js'
+import { fillUp, noSmallTmpfs, smallTmpfs } from '../helpers/full-disk.js'
 import { ctlFor, PASSWORD } from './run.js'
 
 // the daemon serves a stream of logins from one address during the backup
@@ -165,20 +165,13 @@ t.test('what the file system refuses a backup or an export is said as a sentence
   }
 })
 
-t.test('a backup or export onto a full disk says so, exit 1, and leaves no file or temporary directory', { skip: process.getuid?.() !== 0 ? 'needs root, to mount a small tmpfs as the full disk' : false }, async (t) => {
+t.test('a backup or export onto a full disk says so, exit 1, and leaves no file or temporary directory', { skip: noSmallTmpfs() }, async (t) => {
   const dir = t.testdir()
   const ctl = ctlFor(dir)
   t.equal((await ctl(['user', 'add', 'ann@example.com', '--password-stdin'], { input: `${PASSWORD}\n` })).code, 0)
-  // outside the test's directory, which tap removes whether or not this is unmounted yet
-  const mnt = mkdtempSync(join(tmpdir(), 'authd-full-disk-'))
-  const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=40k', 'tmpfs', mnt], { encoding: 'utf8' })
-  t.teardown(() => {
-    if (mount.status === 0) spawnSync('umount', [mnt])
-    rmSync(mnt, { recursive: true, force: true })
-  })
-  if (mount.status !== 0) return void t.plan(0, `cannot mount a tmpfs here: ${mount.stderr.trim()}`)
-  const dd = spawnSync('dd', ['if=/dev/zero', `of=${join(mnt, 'filler')}`, 'bs=1k', 'count=100'], { encoding: 'utf8' })
-  t.not(dd.status, 0, 'dd filled the tmpfs')
+  const mnt = smallTmpfs(t, '40k')
+  if (mnt === undefined) return
+  fillUp(t, mnt)
 
   const exported = await ctl(['export', join(mnt, 'store.export')])
   t.equal(exported.code, 1, 'export: exit 1')

@@ -5,31 +5,20 @@
  * The full disk is a small tmpfs, which only root can mount.
  */
 import t from 'tap'
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { lmdbOnly } from '../helpers/app.js'
+import { fillUp, noSmallTmpfs, smallTmpfs } from '../helpers/full-disk.js'
 import { ctlFor, PASSWORD } from './run.js'
 
 /** why the test cannot run here, or false */
 function cannotRun(): string | false {
-  const lmdb = lmdbOnly('a full disk under an LMDB data directory (a PostgreSQL store fails in its server)')
-  if (lmdb !== false) return lmdb
-  if (process.platform !== 'linux') return 'needs Linux, to mount a small tmpfs'
-  if (process.getuid?.() !== 0) return 'needs root, to mount a small tmpfs as the full disk'
-  return false
+  return lmdbOnly('a full disk under an LMDB data directory (a PostgreSQL store fails in its server)') || noSmallTmpfs()
 }
 
 t.test('a write refused for a full disk ends in one sentence naming the cause, exit 1, and writes nothing', { skip: cannotRun() }, async (t) => {
-  // outside the test's directory, which tap removes whether or not this is unmounted yet
-  const mnt = mkdtempSync(join(tmpdir(), 'authd-full-disk-'))
-  const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=400k', 'tmpfs', mnt], { encoding: 'utf8' })
-  t.teardown(() => {
-    if (mount.status === 0) spawnSync('umount', [mnt])
-    rmSync(mnt, { recursive: true, force: true })
-  })
-  if (mount.status !== 0) return void t.plan(0, `cannot mount a tmpfs here: ${mount.stderr.trim()}`)
+  const mnt = smallTmpfs(t, '400k')
+  if (mnt === undefined) return
   const data = join(mnt, 'data')
   // run from the test's directory: a working directory in the tmpfs would keep it busy
   const ctl = ctlFor(data, { cwd: t.testdir() })
@@ -37,9 +26,7 @@ t.test('a write refused for a full disk ends in one sentence naming the cause, e
   t.equal(ann.code, 0, ann.stderr)
 
   // the rest of the tmpfs taken: the next commit cannot grow the store's file
-  const filler = join(mnt, 'filler')
-  const dd = spawnSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1k', 'count=1000'], { encoding: 'utf8' })
-  t.not(dd.status, 0, 'dd filled the tmpfs')
+  const filler = fillUp(t, mnt)
 
   const bob = await ctl(['user', 'add', 'bob@example.com', '--password-stdin', '--json'], { input: `${PASSWORD}\n` })
   t.equal(bob.code, 1, 'exit 1: the operation failed')

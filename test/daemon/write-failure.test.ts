@@ -6,12 +6,11 @@
  * restart. The full disk is a small tmpfs, which only root can mount.
  */
 import t, { type Test } from 'tap'
-import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { call, lmdbOnly, type Reply } from '../helpers/app.js'
 import { spawnDaemon } from '../helpers/daemon.js'
+import { fillUp, noSmallTmpfs, smallTmpfs } from '../helpers/full-disk.js'
 
 const PASSWORD = 'vermilion-otter-42'
 const ENV = {
@@ -21,11 +20,7 @@ const ENV = {
 
 /** why the test cannot run here, or false */
 function cannotRun(): string | false {
-  const lmdb = lmdbOnly('a full disk under an LMDB data directory (a PostgreSQL store fails in its server)')
-  if (lmdb !== false) return lmdb
-  if (process.platform !== 'linux') return 'needs Linux, to mount a small tmpfs'
-  if (process.getuid?.() !== 0) return 'needs root, to mount a small tmpfs as the full disk'
-  return false
+  return lmdbOnly('a full disk under an LMDB data directory (a PostgreSQL store fails in its server)') || noSmallTmpfs()
 }
 
 const unavailable = (t: Test, r: Reply, what: string): void => {
@@ -35,17 +30,10 @@ const unavailable = (t: Test, r: Reply, what: string): void => {
 }
 
 t.test('a write the disk refuses is a 503 with Retry-After, logged with its cause, and service resumes when there is room', { skip: cannotRun() }, async (t) => {
-  // outside the test's directory, which tap removes whether or not this is unmounted yet
-  const mnt = mkdtempSync(join(tmpdir(), 'authd-full-disk-'))
-  const mount = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { encoding: 'utf8' })
+  // the daemon holds the store's files open: it ends before the tmpfs is unmounted
   let daemonStopped: () => Promise<unknown> = async () => undefined
-  t.teardown(async () => {
-    // the daemon holds the store's files open: it ends before the tmpfs is unmounted
-    await daemonStopped()
-    if (mount.status === 0) spawnSync('umount', [mnt])
-    rmSync(mnt, { recursive: true, force: true })
-  })
-  if (mount.status !== 0) return void t.plan(0, `cannot mount a tmpfs here: ${mount.stderr.trim()}`)
+  const mnt = smallTmpfs(t, '1m', () => daemonStopped())
+  if (mnt === undefined) return
   const data = join(mnt, 'data')
   // it runs from the test's directory: a working directory in the tmpfs would keep it busy
   const authd = await spawnDaemon(t, data, { env: ENV, cwd: t.testdir() })
@@ -55,9 +43,7 @@ t.test('a write the disk refuses is a 503 with Retry-After, logged with its caus
   t.equal(ann.status, 201, ann.text)
 
   // the rest of the tmpfs taken: the next commit cannot grow the store's file
-  const filler = join(mnt, 'filler')
-  const dd = spawnSync('dd', ['if=/dev/zero', `of=${filler}`, 'bs=1k', 'count=2000'], { encoding: 'utf8' })
-  t.not(dd.status, 0, 'dd filled the tmpfs')
+  const filler = fillUp(t, mnt)
 
   // a burst of writes: each one refused, none a 500
   const bobs = await Promise.all(
