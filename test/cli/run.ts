@@ -9,6 +9,8 @@ import { AUTHCTL_BIN, storeEnv } from '../helpers/app.js'
 
 export interface CtlResult {
   code: number | null
+  /** the signal that ended it (a crash: SIGBUS, SIGSEGV), or null */
+  signal: NodeJS.Signals | null
   stdout: string
   stderr: string
   /** stdout parsed as the one JSON document */
@@ -46,10 +48,11 @@ export async function runCtl(args: string[], opts: CtlOptions = {}): Promise<Ctl
       reject(new Error(`authctl ${args.join(' ')} did not finish in time\nstdout: ${stdout}\nstderr: ${stderr}`))
     }, opts.timeoutMs ?? 30_000)
     proc.on('error', reject)
-    proc.on('close', (code) => {
+    proc.on('close', (code, signal) => {
       clearTimeout(timer)
       resolve({
         code,
+        signal,
         stdout,
         stderr,
         json: () => {

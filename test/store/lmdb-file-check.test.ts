@@ -6,30 +6,20 @@
  * a signal, not this test's.
  */
 import t from 'tap'
-import { spawn } from 'node:child_process'
 import { copyFileSync, mkdirSync, statSync, truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { lmdbFileProblem } from '../../src/store/lmdb-file-check.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
-import { AUTHCTL_BIN, call, lmdbOnly } from '../helpers/app.js'
+import { call, lmdbOnly } from '../helpers/app.js'
+import { runCtl, type CtlResult } from '../cli/run.js'
 import { spawnDaemon } from '../helpers/daemon.js'
 import { user } from '../helpers/records.js'
 
 const PAGE = 4096
 const USERS = 600
 
-/** authctl user list --json on the store in `dir`: its exit code, the signal that ended it, stderr */
-function userList(dir: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [AUTHCTL_BIN, '--data', dir, 'user', 'list', '--json'], { env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()))
-    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
-    proc.once('error', reject)
-    proc.once('close', (code, signal) => resolve({ code, signal, stdout, stderr }))
-  })
-}
+/** authctl user list --json on the store in `dir`, in a process of its own */
+const userList = (dir: string): Promise<CtlResult> => runCtl(['--data', dir, 'user', 'list', '--json'])
 
 const damaged = (file: string): RegExp =>
   new RegExp(`^authctl: ${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} is damaged: [^\\n]+\\. Restore a backup of the store, or move the data directory aside to start a new, empty one\\.\\n$`)
@@ -44,7 +34,7 @@ t.test('a store cut short anywhere is refused with a sentence, never a crash', {
   t.equal(lmdbFileProblem(join(whole, 'data.mdb')), undefined, 'the whole store looks whole')
   const intact = await userList(whole)
   t.equal(intact.code, 0, intact.stderr)
-  t.equal(JSON.parse(intact.stdout).users.length, USERS)
+  t.equal(intact.json().users.length, USERS)
 
   const size = statSync(join(whole, 'data.mdb')).size
   const pages = size / PAGE
