@@ -1,7 +1,6 @@
 /** The Audit view: the newest events first (filtered by user or event), or one event's details. Render only. */
 import { Box, Text } from 'ink'
 import { AUDIT_READ } from './deps.js'
-import { visible } from '../errors.js'
 import { formatRelative } from './format.js'
 import { ListFrame } from './list-frame.js'
 import { Details, Heading, Row } from './parts.js'
@@ -13,8 +12,7 @@ const COLUMNS = [8, 21, 22, 26]
 /** `2025-03-04 09:05:07` (UTC) */
 const formatSecond = (ms: number): string => new Date(ms).toISOString().slice(0, 19).replace('T', ' ')
 
-// a client's text among them (an email tried) is shown with what a terminal would act on or hide escaped
-const detailText = (detail: Record<string, unknown>): string => (Object.keys(detail).length === 0 ? '-' : visible(JSON.stringify(detail)))
+const detailText = (detail: Record<string, unknown>): string => (Object.keys(detail).length === 0 ? '-' : JSON.stringify(detail))
 
 export function AuditView(props: { state: State; height: number; now: number }) {
   const { state, now } = props
