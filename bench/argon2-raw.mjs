@@ -1,18 +1,28 @@
 /**
  * The "argon2-raw" baseline: argon2id verifications per second at the configured parameters,
  * with at most as many running at once as authd's hash queue allows (the same function decides,
- * in a process pinned to the same core). Prints one JSON line.
- * args: dist-dir encoded-hash-file password seconds
+ * in a process started pinned as the daemon is). With a `widen-to` core list the process then
+ * moves itself to those cores before it hashes, as the bench moves the daemon for its login rows.
+ * Prints one JSON line.
+ * args: dist-dir encoded-hash-file password seconds [widen-to]
  */
+import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
+import os from 'node:os'
 import { pathToFileURL } from 'node:url'
 import { join } from 'node:path'
 import argon2 from 'argon2'
 
-const [distDir, hashFile, password, secondsText] = process.argv.slice(2)
+const [distDir, hashFile, password, secondsText, widenTo] = process.argv.slice(2)
 const { defaultHashConcurrency } = await import(pathToFileURL(join(distDir, 'daemon/services.js')).href)
 const encoded = readFileSync(hashFile, 'utf8').trim()
+// sized where the daemon sized its queue: on the cores this process was started on
 const concurrency = defaultHashConcurrency()
+if (widenTo) {
+  const r = spawnSync('taskset', ['-a', '-pc', widenTo, String(process.pid)], { stdio: 'ignore' })
+  if (r.status !== 0) throw new Error(`argon2-raw: taskset -a -pc ${widenTo} failed`)
+}
+const cores = os.availableParallelism()
 
 async function run(ms) {
   const end = performance.now() + ms
@@ -31,4 +41,4 @@ await run(300) // warm-up
 const started = performance.now()
 const n = await run(Number(secondsText) * 1000)
 const elapsed = (performance.now() - started) / 1000
-process.stdout.write(`${JSON.stringify({ ops: n, seconds: elapsed, perSecond: n / elapsed, concurrency })}\n`)
+process.stdout.write(`${JSON.stringify({ ops: n, seconds: elapsed, perSecond: n / elapsed, concurrency, cores })}\n`)

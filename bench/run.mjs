@@ -35,7 +35,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { chooseGenerator, load } from './lib/load.mjs'
 import { pgServer, startPg } from './lib/pg.mjs'
-import { cpuPlan, dbCpu, has, lastJson, pinned, rss, run, settle } from './lib/proc.mjs'
+import { cpuPlan, dbCpu, has, lastJson, pinned, repin, rss, run, settle } from './lib/proc.mjs'
 import {
   LOGIN_USERS,
   loginCookies,
@@ -219,8 +219,10 @@ const measure = {
     const argv = [process.execPath, join(ROOT, 'bench/es256-raw.mjs'), data.tokensFile, data.publicKeyFile, String(Math.min(SECONDS, 4)), data.issuer, data.audience]
     return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
-  argon2: async () => {
-    const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS)]
+  // started on the server's core as the daemon was (so its queue is sized alike), then moved to
+  // the cores the daemon has for the row (`cores`): the login rows' two, or the server's one
+  argon2: async (cores = cpus.pair) => {
+    const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS), ...(cores === null || cores === cpus.server ? [] : [String(cores)])]
     // the same environment as the daemon: MALLOC_ARENA_MAX changes how argon2's memory is reused
     return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
@@ -318,6 +320,12 @@ for (let r = 1; r <= ROUNDS; r++) {
   round.meP99 = await measure.meP99()
   expect(round.meP99.non2xx === 0 && round.meP99.errors === 0, `round ${r}: /me at ${P99_CONNECTIONS} connections answered errors`)
 
+  // The login rows give authd two cores, as a two-core VM: one for its hash queue (one hash at a
+  // time there) and one for its event loop, the layout its queue is sized for and that
+  // docs/scaling.md's capacity model assumes. argon2-raw gets the same two cores and the same
+  // queue. (On the server's core alone, the event loop's work of a login shares the hash's core:
+  // that figure is measured after the rounds, a reference.)
+  for (const d of [daemon, pgDaemon]) if (d) repin(d.pid, cpus.pair)
   const argon2Before = await measure.argon2()
   const logins = await counted(measure.login)
   round.login = logins.result
@@ -338,7 +346,8 @@ for (let r = 1; r <= ROUNDS; r++) {
   // the login rows (the host's speed drifts over the 15 s or so between them)
   const argon2After = await measure.argon2()
   round.argon2Runs = [argon2Before, argon2After]
-  round.argon2 = { perSecond: (argon2Before.perSecond + argon2After.perSecond) / 2, concurrency: argon2Before.concurrency }
+  round.argon2 = { perSecond: (argon2Before.perSecond + argon2After.perSecond) / 2, concurrency: argon2Before.concurrency, cores: argon2Before.cores }
+  for (const d of [daemon, pgDaemon]) if (d) repin(d.pid, cpus.server)
   if (pg.measured) {
     const pgRefreshes = await counted(measure.pgRefresh, pgDaemon.url)
     round.pgRefresh = pgRefreshes.result
@@ -366,6 +375,25 @@ for (let r = 1; r <= ROUNDS; r++) {
   rounds.push(round)
 }
 const finalRss = rss(daemon.pid)
+
+// A reference, not a target, measured once the rows above are done (and the RSS read): login on
+// the server's core alone, authd and argon2-raw both, as on a one-core VM. There a login's event
+// loop work takes the hash's core for its time.
+const oneCore = []
+if (cpus.pinned) {
+  log(`login on one core (a reference): ${ROUNDS} rounds`)
+  for (let r = 1; r <= ROUNDS; r++) {
+    const before = await measure.argon2(cpus.server)
+    const logins = await counted(measure.login)
+    expect(logins.result.non2xx === 0 && logins.result.errors === 0, `one-core round ${r}: login answered errors`)
+    expect(logins.delta('authd_login_total{outcome="success"}') >= logins.result.requests, `one-core round ${r}: not every login succeeded`)
+    await settle(daemon.pid)
+    const after = await measure.argon2(cpus.server)
+    const argon2 = (before.perSecond + after.perSecond) / 2
+    oneCore.push({ round: r, login: logins.result, argon2Runs: [before, after], argon2: { perSecond: argon2, concurrency: before.concurrency, cores: before.cores } })
+    log(`  login ${logins.result.rps.toFixed(1)}/s  argon2 ${argon2.toFixed(1)}/s (${before.perSecond.toFixed(1)}, ${after.perSecond.toFixed(1)})`)
+  }
+}
 await shutdown()
 
 // ---------------------------------------------------------------------------------------------
@@ -407,6 +435,19 @@ const references = [
     detail: `${fmt(perRound((r) => r.bareVerify.rps))}/s vs ${fmt(perRound((r) => r.es256.perSecond))}/s`,
     rounds: rounds.map((r) => r.bareVerify.rps / r.es256.perSecond),
   },
+  ...(oneCore.length === 0
+    ? []
+    : [
+        {
+          id: 'login_one_core',
+          name: 'login, correct password, authd and argon2-raw on one core (the login row on a one-core VM; measured after the rounds)',
+          value: median(oneCore.map((r) => r.login.rps / r.argon2.perSecond)),
+          unit: '× argon2-raw',
+          bounds: 'login',
+          detail: `${fmt(median(oneCore.map((r) => r.login.rps)))}/s vs ${fmt(median(oneCore.map((r) => r.argon2.perSecond)))}/s`,
+          rounds: oneCore.map((r) => r.login.rps / r.argon2.perSecond),
+        },
+      ]),
 ]
 
 function ratioRow(id, name, f, min, baseline, abs) {
@@ -462,7 +503,7 @@ const result = {
   },
   method: {
     generator,
-    pinned: cpus.pinned ? { server: cpus.server, load: cpus.load } : false,
+    pinned: cpus.pinned ? { server: cpus.server, load: cpus.load, login: cpus.pair } : false,
     rounds: ROUNDS,
     secondsPerRun: SECONDS,
     connections: { throughput: CONNECTIONS, p99: P99_CONNECTIONS, login: LOGIN_CONNECTIONS, floodLogins: FLOOD_LOGINS, floodMe: FLOOD_ME_CONNECTIONS },
@@ -479,6 +520,7 @@ const result = {
   references,
   startup: { readyMs: readyTimes, authctlHelpMs: helpTimes },
   rounds,
+  oneCore,
   finalRss,
   seconds: (performance.now() - benchStarted) / 1000,
 }

@@ -9,17 +9,28 @@ export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio
  * Which cores the server side and the load generator get. With two or more cores and taskset,
  * the server (authd, the bare server, the raw baselines) runs on the last core and the load
  * generator on the first, so they never take each other's time. The PostgreSQL server (`db`)
- * gets the core before the last when there are three or more; on two it shares the server's
- * core, so authd and its database together have the one core LMDB's authd has, and the load
- * generator keeps its own.
+ * gets the core before the last when there are three or more; on two, the load generator's.
+ * `pair` is the two of them, server and load generator: the login rows give authd (and
+ * argon2-raw) these two cores, as on a two-core VM, one for its hash queue and one for its event
+ * loop (see bench/run.mjs).
  */
 export function cpuPlan() {
   const n = os.availableParallelism()
-  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, db: null, all: null, cores: n }
+  if (n < 2 || !has('taskset')) return { pinned: false, server: null, load: null, db: null, all: null, pair: null, cores: n }
   // The database is another machine in production: it gets a core of its own where there is one,
   // and on two cores the load generator's rather than authd's (the load generator is the lighter
   // tenant at the PostgreSQL rows' rates, and authd's core then holds authd alone, as it would).
-  return { pinned: true, server: n - 1, load: 0, db: n >= 3 ? n - 2 : 0, all: `0-${n - 1}`, cores: n }
+  return { pinned: true, server: n - 1, load: 0, db: n >= 3 ? n - 2 : 0, all: `0-${n - 1}`, pair: `0,${n - 1}`, cores: n }
+}
+
+/**
+ * Moves every thread of a running process to `cpu` (a core, or a list like `0,1`); new threads
+ * inherit it from the thread that makes them. Nothing when not pinning.
+ */
+export function repin(pid, cpu) {
+  if (cpu === null) return
+  const r = spawnSync('taskset', ['-a', '-pc', String(cpu), String(pid)], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`taskset -a -pc ${cpu} ${pid} failed: ${r.stderr.trim()}`)
 }
 
 /**
