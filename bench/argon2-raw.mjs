@@ -2,7 +2,8 @@
  * The "argon2-raw" baseline: argon2id verifications per second at the configured parameters,
  * with at most as many running at once as authd's hash queue allows (the same function decides,
  * in a process started pinned as the daemon is). With a `widen-to` core list the process then
- * moves itself to those cores before it hashes, as the bench moves the daemon for its login rows.
+ * moves itself to those cores before it hashes, as the bench moves the daemon for its two-core
+ * login reference.
  * Prints one JSON line.
  * args: dist-dir encoded-hash-file password seconds [widen-to]
  */

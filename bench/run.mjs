@@ -219,10 +219,10 @@ const measure = {
     const argv = [process.execPath, join(ROOT, 'bench/es256-raw.mjs'), data.tokensFile, data.publicKeyFile, String(Math.min(SECONDS, 4)), data.issuer, data.audience]
     return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
-  // started on the server's core as the daemon was (so its queue is sized alike), then moved to
-  // the cores the daemon has for the row (`cores`): the login rows' two, or the server's one
-  argon2: async (cores = cpus.pair) => {
-    const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS), ...(cores === null || cores === cpus.server ? [] : [String(cores)])]
+  // started on the server's core as the daemon was (so its queue is sized alike); for the
+  // two-core reference (`widen`), then moved to the same two cores as the daemon is
+  argon2: async (widen = false) => {
+    const argv = [process.execPath, join(ROOT, 'bench/argon2-raw.mjs'), join(ROOT, 'dist'), data.hashFile, PASSWORD, String(SECONDS), ...(widen && cpus.pair !== null ? [cpus.pair] : [])]
     // the same environment as the daemon: MALLOC_ARENA_MAX changes how argon2's memory is reused
     return lastJson(await run(pinned(cpus.server, argv), { cwd: ROOT, env: { ...process.env, ...unitEnv } }))
   },
@@ -320,12 +320,6 @@ for (let r = 1; r <= ROUNDS; r++) {
   round.meP99 = await measure.meP99()
   expect(round.meP99.non2xx === 0 && round.meP99.errors === 0, `round ${r}: /me at ${P99_CONNECTIONS} connections answered errors`)
 
-  // The login rows give authd two cores, as a two-core VM: one for its hash queue (one hash at a
-  // time there) and one for its event loop, the layout its queue is sized for and that
-  // docs/scaling.md's capacity model assumes. argon2-raw gets the same two cores and the same
-  // queue. (On the server's core alone, the event loop's work of a login shares the hash's core:
-  // that figure is measured after the rounds, a reference.)
-  for (const d of [daemon, pgDaemon]) if (d) repin(d.pid, cpus.pair)
   const argon2Before = await measure.argon2()
   const logins = await counted(measure.login)
   round.login = logins.result
@@ -347,7 +341,7 @@ for (let r = 1; r <= ROUNDS; r++) {
   const argon2After = await measure.argon2()
   round.argon2Runs = [argon2Before, argon2After]
   round.argon2 = { perSecond: (argon2Before.perSecond + argon2After.perSecond) / 2, concurrency: argon2Before.concurrency, cores: argon2Before.cores }
-  for (const d of [daemon, pgDaemon]) if (d) repin(d.pid, cpus.server)
+  for (const a of [argon2Before, argon2After]) expect(a.concurrency === argon2Before.concurrency && (!cpus.pinned || a.cores === 1), `round ${r}: argon2-raw did not run as the daemon's queue does (one core, the same concurrency)`)
   if (pg.measured) {
     const pgRefreshes = await counted(measure.pgRefresh, pgDaemon.url)
     round.pgRefresh = pgRefreshes.result
@@ -376,21 +370,27 @@ for (let r = 1; r <= ROUNDS; r++) {
 }
 const finalRss = rss(daemon.pid)
 
-// A reference, not a target, measured once the rows above are done (and the RSS read): login on
-// the server's core alone, authd and argon2-raw both, as on a one-core VM. There a login's event
-// loop work takes the hash's core for its time.
-const oneCore = []
+// A reference, not a target, measured once the rows above are done (and the RSS read): the LMDB
+// daemon's logins with two cores, the server's and the load generator's, as on a two-core VM, and
+// argon2-raw on the same two (its queue sized on the server's core first, as the daemon's was).
+// There the hash queue's core hashes while the event loop does the rest of a login on the
+// other: what a two-core VM signs in. It does not charge a login's event-loop CPU, which the
+// login row (one core) does, so it bounds nothing and gates nothing; its own oddities are listed
+// under it, not among the run's problems. The daemon has done some 1 000 more logins by then.
+const twoCores = []
+const twoCoreNotes = []
 if (cpus.pinned) {
-  log(`login on one core (a reference): ${ROUNDS} rounds`)
+  log(`login on two cores (a reference): ${ROUNDS} rounds`)
+  repin(daemon.pid, cpus.pair)
   for (let r = 1; r <= ROUNDS; r++) {
-    const before = await measure.argon2(cpus.server)
+    const before = await measure.argon2(true)
     const logins = await counted(measure.login)
-    expect(logins.result.non2xx === 0 && logins.result.errors === 0, `one-core round ${r}: login answered errors`)
-    expect(logins.delta('authd_login_total{outcome="success"}') >= logins.result.requests, `one-core round ${r}: not every login succeeded`)
+    if (logins.result.non2xx !== 0 || logins.result.errors !== 0 || logins.delta('authd_login_total{outcome="success"}') < logins.result.requests) twoCoreNotes.push(`round ${r}: not every login succeeded`)
     await settle(daemon.pid)
-    const after = await measure.argon2(cpus.server)
+    const after = await measure.argon2(true)
+    if (before.cores !== 2 || after.cores !== 2 || after.concurrency !== before.concurrency) twoCoreNotes.push(`round ${r}: argon2-raw did not run on two cores with one queue size`)
     const argon2 = (before.perSecond + after.perSecond) / 2
-    oneCore.push({ round: r, login: logins.result, argon2Runs: [before, after], argon2: { perSecond: argon2, concurrency: before.concurrency, cores: before.cores } })
+    twoCores.push({ round: r, login: logins.result, argon2Runs: [before, after], argon2: { perSecond: argon2, concurrency: before.concurrency, cores: before.cores } })
     log(`  login ${logins.result.rps.toFixed(1)}/s  argon2 ${argon2.toFixed(1)}/s (${before.perSecond.toFixed(1)}, ${after.perSecond.toFixed(1)})`)
   }
 }
@@ -424,7 +424,8 @@ const rows = [
 ]
 
 // Not targets: what a server that does nothing but the one unavoidable piece of work reaches,
-// against the same baseline as the row it bounds
+// against the same baseline as the row it bounds (`bounds`); and the login row's figure on a
+// two-core VM (`variantOf`), above
 const references = [
   {
     id: 'bare_es256',
@@ -435,17 +436,17 @@ const references = [
     detail: `${fmt(perRound((r) => r.bareVerify.rps))}/s vs ${fmt(perRound((r) => r.es256.perSecond))}/s`,
     rounds: rounds.map((r) => r.bareVerify.rps / r.es256.perSecond),
   },
-  ...(oneCore.length === 0
+  ...(twoCores.length === 0
     ? []
     : [
         {
-          id: 'login_one_core',
-          name: 'login, correct password, authd and argon2-raw on one core (the login row on a one-core VM; measured after the rounds)',
-          value: median(oneCore.map((r) => r.login.rps / r.argon2.perSecond)),
+          id: 'login_two_cores',
+          name: 'login, correct password, authd and argon2-raw on two cores (a two-core VM: the event loop beside the hash, its CPU not charged; measured after the rounds)',
+          value: median(twoCores.map((r) => r.login.rps / r.argon2.perSecond)),
           unit: '× argon2-raw',
-          bounds: 'login',
-          detail: `${fmt(median(oneCore.map((r) => r.login.rps)))}/s vs ${fmt(median(oneCore.map((r) => r.argon2.perSecond)))}/s`,
-          rounds: oneCore.map((r) => r.login.rps / r.argon2.perSecond),
+          variantOf: 'login',
+          detail: `${fmt(median(twoCores.map((r) => r.login.rps)))}/s vs ${fmt(median(twoCores.map((r) => r.argon2.perSecond)))}/s${twoCoreNotes.length > 0 ? `; ${twoCoreNotes.join('; ')}` : ''}`,
+          rounds: twoCores.map((r) => r.login.rps / r.argon2.perSecond),
         },
       ]),
 ]
@@ -503,7 +504,7 @@ const result = {
   },
   method: {
     generator,
-    pinned: cpus.pinned ? { server: cpus.server, load: cpus.load, login: cpus.pair } : false,
+    pinned: cpus.pinned ? { server: cpus.server, load: cpus.load, twoCoreReference: cpus.pair } : false,
     rounds: ROUNDS,
     secondsPerRun: SECONDS,
     connections: { throughput: CONNECTIONS, p99: P99_CONNECTIONS, login: LOGIN_CONNECTIONS, floodLogins: FLOOD_LOGINS, floodMe: FLOOD_ME_CONNECTIONS },
@@ -520,7 +521,7 @@ const result = {
   references,
   startup: { readyMs: readyTimes, authctlHelpMs: helpTimes },
   rounds,
-  oneCore,
+  twoCores,
   finalRss,
   seconds: (performance.now() - benchStarted) / 1000,
 }

@@ -10,9 +10,9 @@ export const has = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio
  * the server (authd, the bare server, the raw baselines) runs on the last core and the load
  * generator on the first, so they never take each other's time. The PostgreSQL server (`db`)
  * gets the core before the last when there are three or more; on two, the load generator's.
- * `pair` is the two of them, server and load generator: the login rows give authd (and
- * argon2-raw) these two cores, as on a two-core VM, one for its hash queue and one for its event
- * loop (see bench/run.mjs).
+ * `pair` is the two of them, server and load generator: the two-core login reference gives
+ * authd (and argon2-raw) these two cores, as on a two-core VM, one for its hash queue and one for
+ * its event loop (see bench/run.mjs).
  */
 export function cpuPlan() {
   const n = os.availableParallelism()
