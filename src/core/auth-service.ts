@@ -7,7 +7,7 @@ import type { Config, RateRule } from '../config/types.js'
 import { formatDuration } from '../config/duration.js'
 import { apiDraft, type AuditEventName, type LoginFailureReason } from './audit.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
-import type { AuditDraft, LimitClearTarget, Store, StoreCharge, UserRecord } from '../store/store.js'
+import type { AuditDraft, LimitClearTarget, SessionEntry, SessionHolder, Store, StoreCharge, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Keyring } from './keys.js'
 import type { MeAnswer, MeView } from './me-view.js'
@@ -310,7 +310,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     amr: readonly string[],
     event: { name: AuditEventName; detail?: Record<string, unknown> } | null,
     sessionId = newSessionId(),
-  ): Promise<SignedIn> {
+    holder?: SessionHolder,
+  ): Promise<SignedIn | undefined> {
     const now = deps.now()
     const refreshToken = newRefreshToken()
     const who = { at: now, userId: user.id, email: user.email }
@@ -318,7 +319,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const keys = readKeys()
     // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
     // same write: racing logins never leave more
-    const evicted = await store.createSession({
+    const session = {
       id: sessionId,
       userId: user.id,
       createdAt: now,
@@ -333,10 +334,15 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       familyHash: familyHashOf(refreshToken),
       rotations: [],
       amr: [...amr],
-    }, { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }, {
+    }
+    const limit = { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }
+    const audit = {
       events,
-      evicted: (e) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
-    })
+      evicted: (e: SessionEntry) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
+    }
+    // with a holder (a login), written only while the user still holds the password it checked
+    const evicted = holder === undefined ? await store.createSession(session, limit, audit) : await store.createSessionFor(holder, session, limit, audit)
+    if (evicted === undefined) return undefined
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
     const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr }, keys)
     return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
@@ -536,7 +542,18 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         await Promise.all([record('login.mfa_required', client, { userId: user.id, email: user.email }), cleared])
         return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
       }
-      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }), cleared])
+      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }, undefined, { passwordHash: checkedHash }), cleared])
+      if (signedIn === undefined) {
+        // The password changed, or the user was disabled or deleted, while this login's hash
+        // ran: nothing was written, and it is refused as it would have been a moment later
+        // (the change ended every other session; this one must not outlive it).
+        const now = await store.getUser(user.id)
+        const outcome: LoginFailureReason = now === undefined ? 'unknown_user' : now.disabled ? 'disabled' : 'bad_password'
+        events.login(outcome)
+        log.info({ event: 'login', outcome, ip: client.ip, userId: user.id }, 'login failed')
+        await failed(outcome, now === undefined ? { email: triedEmail(input.email) } : { userId: user.id, email: now.email })
+        throw new AppError('INVALID_CREDENTIALS')
+      }
       // the same device id when this browser already had one, whoever it named
       signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
       events.login('success')
@@ -599,7 +616,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       }
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
-      const signedIn = await startSession(user, client, AMR_PASSWORD, null, sessionId)
+      // no holder: always written
+      const signedIn = (await startSession(user, client, AMR_PASSWORD, null, sessionId))!
       signedIn.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
       return signedIn
     },
@@ -670,7 +688,14 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // a right code: not a failure, and the user's earlier typos are forgiven
       await limiter.release(attempt.token, mfaKey)
       const method = totp ? 'totp' : 'recovery_code'
-      const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } })
+      const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } }, undefined, { passwordHash: user!.passwordHash })
+      if (signedIn === undefined) {
+        // the password changed, or the user was disabled or deleted, since the step was taken:
+        // the token no longer stands, as the step would have found a moment later
+        events.mfa('invalid_token')
+        log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, userId: user!.id }, 'second step refused')
+        throw new AppError('INVALID_MFA_TOKEN')
+      }
       signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
       events.mfa(method)
       log.info(

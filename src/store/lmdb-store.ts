@@ -28,7 +28,9 @@ import {
   type MeRecord,
   type MfaStepDecision,
   type RefreshDecision,
+  type SessionAudit,
   type SessionEntry,
+  type SessionHolder,
   type SessionLimit,
   type SessionRecord,
   type Store,
@@ -494,6 +496,24 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     }
   }
 
+  /** createSession, and createSessionFor with `holder`: the user checked in the same write */
+  const createSessionTx = async (holder: SessionHolder | undefined, s: SessionRecord, limit: SessionLimit | undefined, events: SessionAudit | undefined): Promise<SessionEntry[] | undefined> => {
+    const evicted = await write((changed) => {
+      if (holder !== undefined) {
+        const u = users.get(s.userId)
+        if (u === undefined || u.disabled || u.passwordHash !== holder.passwordHash) return undefined
+      }
+      const ended = limit === undefined ? [] : evictTx(s.userId, limit)
+      addSessionTx(s)
+      const evictions = events?.evicted
+      changed([...(events?.events ?? []), ...(evictions === undefined ? [] : ended.map((e) => evictions(e)))])
+      return ended
+    })
+    // an eviction is a revocation: acknowledged once durable
+    if (evicted !== undefined && evicted.length > 0) await root.flushed
+    return evicted
+  }
+
   const store: Store = {
     backend: 'lmdb',
     location: opts.path,
@@ -575,18 +595,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       }
       return out
     },
-    async createSession(s, limit, events) {
-      const evicted = await write((changed) => {
-        const ended = limit === undefined ? [] : evictTx(s.userId, limit)
-        addSessionTx(s)
-        const evictions = events?.evicted
-        changed([...(events?.events ?? []), ...(evictions === undefined ? [] : ended.map((e) => evictions(e)))])
-        return ended
-      })
-      // an eviction is a revocation: acknowledged once durable
-      if (evicted.length > 0) await root.flushed
-      return evicted
-    },
+    createSession: async (s, limit, events) => (await createSessionTx(undefined, s, limit, events))!,
+    createSessionFor: (holder, s, limit, events) => createSessionTx(holder, s, limit, events),
     async refreshSession<T>(tokenHash: string, decide: (s: SessionRecord | undefined, u: UserRecord | undefined) => RefreshDecision<T>, familyHash?: string, charge?: StoreCharge<T>) {
       const refused = await chargeFirst(charge)
       if (refused !== undefined) return refused.refused

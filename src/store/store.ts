@@ -282,6 +282,14 @@ export interface SessionAudit {
   evicted?: (ended: SessionEntry) => AuditDraft
 }
 
+/**
+ * Who a session may be written for (`createSessionFor`): the user as a password check found it.
+ * The write goes ahead only while the user is still there, enabled, and holds `passwordHash`.
+ */
+export interface SessionHolder {
+  passwordHash: string
+}
+
 /** An event as kept: `time` ISO 8601 UTC with ms; `hash` chains it (store/audit-chain.ts). */
 export interface AuditEvent extends AuditFields {
   seq: number
@@ -365,6 +373,15 @@ export interface Store {
    * store of before it, comes down over several logins and the sweep).
    */
   createSession(session: SessionRecord, limit?: SessionLimit, audit?: SessionAudit): Promise<SessionEntry[]>
+  /**
+   * createSession for a user whose password was just checked: in the same write, and on
+   * PostgreSQL under the user's lock (which a password change, a disable and a deletion take
+   * too), the session is written only if the user is still there, enabled and holds
+   * `holder.passwordHash`. Else nothing is written (no session, no event) and it resolves to
+   * undefined: a login whose hash ran while the password changed, or the user was disabled or
+   * deleted, leaves no session behind the change.
+   */
+  createSessionFor(holder: SessionHolder, session: SessionRecord, limit: SessionLimit, audit?: SessionAudit): Promise<SessionEntry[] | undefined>
   /**
    * Finds the session a refresh-token hash belongs to (live or a recent predecessor), else the
    * one of the token's family (`familyHash`: any token the session ever had), and lets

@@ -330,6 +330,40 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     t.same(full.map((e) => e.id), ['live'], 'at the limit the oldest live one ends')
   })
 
+  await t.test('createSessionFor writes only while the user is there, enabled and holds the password checked; else nothing, at room and at the bound alike', async (t) => {
+    const store = await fresh(t)
+    const now = T0 + 10
+    const holder = { passwordHash: HASH_T2 }
+    const audit = { events: [draft('login.success')], evicted: (e: { id: string }) => draft('session.evict', { sessionId: e.id }) }
+    for (const max of [5, 1]) {
+      // max 1 with a live session already there: the path that decides evictions
+      const limit: SessionLimit = { max, now, idleTtlMs: policy.idleTtlMs }
+      const tag = `max ${max}`
+      await store.createUser(user(`u-${max}`, `ann-${max}@example.com`))
+      await store.createSession(session(`first-${max}`, `u-${max}`, { lastUsedAt: now - 1 }))
+      const ended = await store.createSessionFor(holder, session(`ok-${max}`, `u-${max}`, { lastUsedAt: now }), limit, audit)
+      t.same(ended?.map((e) => e.id), max === 1 ? [`first-${max}`] : [], `${tag}: held, written (at the bound, the oldest ended)`)
+      t.ok(await store.getSession(`ok-${max}`), `${tag}: the session is there`)
+
+      const before = (await store.auditEvents({ limit: 100 })).length
+      await store.updateUser(`u-${max}`, (u) => ({ ...u, passwordHash: HASH_T3 }))
+      t.equal(await store.createSessionFor(holder, session(`changed-${max}`, `u-${max}`, { lastUsedAt: now }), limit, audit), undefined, `${tag}: the password changed: refused`)
+      t.equal(await store.getSession(`changed-${max}`), undefined, `${tag}: no session written`)
+      t.equal(await store.findSessionIdByRefreshHash(`h-changed-${max}`), undefined, `${tag}: no token entry`)
+      t.ok(await store.getSession(`ok-${max}`), `${tag}: no session ended`)
+      t.equal((await store.auditEvents({ limit: 100 })).length, before, `${tag}: no event`)
+
+      await store.updateUser(`u-${max}`, (u) => ({ ...u, passwordHash: HASH_T2, disabled: true }))
+      t.equal(await store.createSessionFor(holder, session(`disabled-${max}`, `u-${max}`, { lastUsedAt: now }), limit, audit), undefined, `${tag}: disabled: refused`)
+      t.equal(await store.getSession(`disabled-${max}`), undefined, `${tag}: disabled: none written`)
+
+      await store.updateUser(`u-${max}`, (u) => ({ ...u, disabled: false }))
+      t.same(await store.createSessionFor(holder, session(`again-${max}`, `u-${max}`, { lastUsedAt: now }), { ...limit, max: 10 }, audit), [], `${tag}: held again, written`)
+    }
+    t.equal(await store.createSessionFor(holder, session('nobody', 'u-none'), { max: 5, now, idleTtlMs: policy.idleTtlMs }, audit), undefined, 'no such user: refused')
+    t.equal(await store.getSession('nobody'), undefined)
+  })
+
   await t.test('refreshSession: the decision sees the session by its token hash, a predecessor or its family', async (t) => {
     const store = await fresh(t)
     await store.createSession(session('s1', 'u1', { familyHash: 'f-s1' }))

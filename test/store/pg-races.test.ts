@@ -219,3 +219,34 @@ t.test('20 concurrent logins of one user over three instances with a bound of 3:
   t.equal(events.filter((e) => e.event === 'session.evict').length, 17, 'one session.evict per ended session')
   t.equal(events.filter((e) => e.event === 'login.success').length, 20)
 })
+
+t.test('logins racing a password change over three instances: no session written for the old password outlives the change', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url)
+  const OLD = '$argon2id$v=19$m=19456,t=2,p=1$b2xkc2FsdA$b2xkaGFzaA'
+  const NEW = '$argon2id$v=19$m=19456,t=2,p=1$bmV3c2FsdA$bmV3aGFzaA'
+  const session = (id: string, userId: string, at: number): Parameters<Store['createSession']>[0] => {
+    const token = newRefreshToken()
+    return { id, userId, createdAt: at, lastUsedAt: at, expiresAt: T0 + policy.absoluteTtlMs, ip: '127.0.0.1', userAgent: 'race', refreshHash: hashToken(token), previousHash: null, rotatedAt: null, generation: 0, familyHash: familyHashOf(token), rotations: [], amr: ['pwd'] }
+  }
+  // at room (max 50) and at the bound (max 2: the user starts with two live sessions, so every
+  // login decides an eviction in the locked transaction)
+  for (const max of [50, 2]) {
+    for (let round = 0; round < 10; round++) {
+      const uid = `u-${max}-${round}`
+      await stores[0]!.createUser({ id: uid, email: `${uid}@example.com`, passwordHash: OLD, createdAt: T0, updatedAt: T0, disabled: false })
+      await stores[0]!.createSession(session(`${uid}-keep`, uid, T0 + 1))
+      await stores[0]!.createSession(session(`${uid}-other`, uid, T0 + 2))
+      const limit = { max, now: T0 + 10, idleTtlMs: policy.idleTtlMs }
+      // 12 logins that checked the old password, over three instances, and the change among them
+      const logins = Array.from({ length: 12 }, (_, i) => stores[i % 3]!.createSessionFor({ passwordHash: OLD }, session(`${uid}-login-${i}`, uid, T0 + 10), limit))
+      const change = stores[round % 3]!.updateUserEndingSessions(uid, (u) => ({ ...u, passwordHash: NEW }), `${uid}-keep`)
+      const [results] = await Promise.all([Promise.all(logins), change])
+      const left = (await stores[1]!.listSessions(uid)).map((s) => s.id)
+      // (at the bound, a login written before the change may have ended the changing session too)
+      t.same(left.filter((id) => id !== `${uid}-keep`), [], `max ${max}, round ${round}: no login's session is left (${results.filter((r) => r !== undefined).length} of 12 wrote before the change)`)
+      t.equal((await stores[2]!.createSessionFor({ passwordHash: OLD }, session(`${uid}-late`, uid, T0 + 20), limit)), undefined, `max ${max}, round ${round}: a login with the old password after it writes nothing`)
+    }
+  }
+})

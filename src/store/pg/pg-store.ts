@@ -30,6 +30,7 @@ import {
   type SessionEntry,
   type SessionLimit,
   type SessionAudit,
+  type SessionHolder,
   type SessionRecord,
   type Store,
   type StoreCharge,
@@ -334,8 +335,16 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
   const sessionRecords = async (where: string, values: unknown[]): Promise<SessionRecord[]> =>
     (await db.query<{ record: SessionRecord }>(`SELECT record FROM authd_sessions ${where}`, values)).map((r) => r.record)
 
-  const createSessionLocked = (s: SessionRecord, limit: SessionLimit | undefined, audit: SessionAudit | undefined): Promise<SessionEntry[]> =>
+  /** the sessions ended; undefined (nothing written) only when `holder` no longer holds */
+  const createSessionLocked = (s: SessionRecord, limit: SessionLimit | undefined, audit: SessionAudit | undefined, holder?: SessionHolder): Promise<SessionEntry[] | undefined> =>
     db.tx(async (sql) => {
+      if (holder !== undefined) {
+        // the user as the lock finds it: a password change, a disable or a deletion of this user
+        // is either all before it or all after this write (they take the same lock)
+        await lockUserSessions(sql, s.userId)
+        const [u] = await sql.query<{ ok: boolean }>(`SELECT NOT disabled AND record->>'passwordHash' = $2 AS ok FROM authd_users WHERE id = $1`, [s.userId, holder.passwordHash])
+        if (u?.ok !== true) return undefined
+      }
       const ended = limit === undefined ? [] : await evictTx(sql, s.userId, limit)
       await sql.query(PUT_SESSION, [...sessionColumns(s), ...newSessionTokens(s), -2])
       await appendAuditTx(sql, sessionEvents(audit, ended))
@@ -462,7 +471,19 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
         [USER_LOCK, seen, ended.map((e) => e.id), ...sessionColumns(s), ...newSessionTokens(s), ...auditArgs(sessionEvents(audit, ended))],
       )
       if (ok) return ended
-      return createSessionLocked(s, limit, audit)
+      // without a holder it always writes
+      return (await createSessionLocked(s, limit, audit))!
+    },
+    async createSessionFor(holder, s, limit, audit) {
+      // one round trip when the user holds the password and has room (a login's usual case); at
+      // the bound, the locked transaction, which checks the user again under the lock
+      const [{ r }] = await db.query<{ r: number }>(
+        `SELECT authd_create_session_held($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) AS r`,
+        [holder.passwordHash, USER_LOCK, limit.max, limit.now, limit.idleTtlMs, ...sessionColumns(s), ...newSessionTokens(s), ...auditArgs(sessionEvents(audit, []))],
+      )
+      if (r === -1) return undefined
+      if (r === 1) return []
+      return createSessionLocked(s, limit, audit, holder)
     },
     async refreshSession<T>(
       tokenHash: string,

@@ -628,6 +628,32 @@ const MIGRATIONS: readonly string[] = [
   END
   $$;
   `,
+  // 5 → 6: a login's session written only for the password it checked (Store.createSessionFor)
+  `
+  -- authd_create_session_within for a user whose password was just checked against p_hash:
+  -- under the user's advisory lock (a password change, a disable and a deletion take it too),
+  -- -1 and nothing written unless the user is there, enabled and still holds p_hash; else 1 when
+  -- the session was written, 0 when the user is at the bound (nothing written: the caller decides
+  -- the evictions in a transaction that checks the user again).
+  CREATE FUNCTION authd_create_session_held(p_hash text, p_lock integer, p_max integer, p_now bigint, p_idle_ms bigint,
+      p_id text, p_user_id text, p_created_at bigint, p_last_used_at bigint, p_expires_at bigint, p_sealed boolean, p_record json,
+      p_hashes text[], p_generations integer[],
+      p_at bigint[], p_event text[], p_event_user text[], p_canon_head text[], p_canon_tail text[], p_body_mid text[])
+  RETURNS integer LANGUAGE plpgsql AS $$
+  BEGIN
+    PERFORM pg_advisory_xact_lock(p_lock, hashtext(p_user_id));
+    -- a statement of its own: it sees what committed before the lock was granted
+    IF NOT EXISTS (SELECT 1 FROM authd_users WHERE id = p_user_id AND NOT disabled AND record->>'passwordHash' = p_hash) THEN
+      RETURN -1;
+    END IF;
+    IF authd_create_session_within(p_lock, p_max, p_now, p_idle_ms, p_id, p_user_id, p_created_at, p_last_used_at, p_expires_at, p_sealed,
+        p_record, p_hashes, p_generations, p_at, p_event, p_event_user, p_canon_head, p_canon_tail, p_body_mid) THEN
+      RETURN 1;
+    END IF;
+    RETURN 0;
+  END
+  $$;
+  `,
 ]
 
 /** the schema this build writes */
