@@ -44,6 +44,13 @@ export interface Account {
   revokeSession(who: Authenticated, sessionId: string, client: ClientContext): Promise<void>
 }
 
+/**
+ * Whether an id from a request can name a session at all: not empty, not absurdly long, no
+ * control character (a NUL, which PostgreSQL's text cannot hold, among them). Anything else is
+ * looked up, and a miss is the one answer for every session that is not the caller's.
+ */
+const mayBeSessionId = (id: string): boolean => id.length > 0 && id.length <= 256 && !/[\u0000-\u001f\u007f-\u009f]/.test(id)
+
 /** A password check charged to the login limits (auth-service.ts, chargeLogin) */
 export interface ChargedCheck {
   ok: true
@@ -174,7 +181,7 @@ export function createAccount(deps: AccountDeps): Account {
 
     async revokeSession(who, sessionId, client) {
       // another user's session, an ended one and one that never was: one answer
-      const s = sessionId === '' ? undefined : await store.getSession(sessionId)
+      const s = !mayBeSessionId(sessionId) ? undefined : await store.getSession(sessionId)
       const audit = s === undefined ? [] : [apiDraft('session.revoke', client, { at: deps.now(), userId: s.userId, email: who.user.email, sessionId: s.id, detail: { current: s.id === who.sessionId } })]
       if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id, audit))) {
         throw new AppError('SESSION_NOT_FOUND')

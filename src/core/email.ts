@@ -69,7 +69,19 @@ export function registrableEmail(email: string): string | null {
 /** U+200B: how a character is named where it cannot be shown */
 export const codePoint = (ch: string): string => `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`
 
-/** Whether a string can ever be a stored email (cheap guard before any store lookup). */
+/**
+ * Whether a string can ever be a stored email (cheap guard before any store lookup): not empty,
+ * at most MAX_EMAIL_BYTES, and no control character (registration refuses them, and PostgreSQL
+ * cannot hold a NUL in text at all: a lookup of one would fail rather than find nothing).
+ */
 export function mayBeStoredEmail(canonical: string): boolean {
-  return canonical.length > 0 && Buffer.byteLength(canonical, 'utf8') <= MAX_EMAIL_BYTES
+  return canonical.length > 0 && Buffer.byteLength(canonical, 'utf8') <= MAX_EMAIL_BYTES && !CONTROL.test(canonical)
+}
+
+/** Why mayBeStoredEmail refuses `canonical`, in words (for authctl), or undefined */
+export function storedEmailProblem(canonical: string): string | undefined {
+  if (canonical.length === 0) return 'is empty'
+  if (Buffer.byteLength(canonical, 'utf8') > MAX_EMAIL_BYTES) return 'is too long'
+  if (CONTROL.test(canonical)) return 'contains a control character'
+  return undefined
 }

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check'
 import t from 'tap'
-import { canonicalEmail, checkEmail, mayBeStoredEmail, registrableEmail } from '../../src/core/email.js'
+import { canonicalEmail, checkEmail, mayBeStoredEmail, registrableEmail, storedEmailProblem } from '../../src/core/email.js'
 
 const isValidEmail = (email: string): boolean => registrableEmail(email) !== null
 
@@ -108,6 +108,14 @@ t.test('only a non-empty email within 254 bytes may be stored', async (t) => {
   t.ok(mayBeStoredEmail('a@b'))
   t.notOk(mayBeStoredEmail('a'.repeat(255)))
   t.notOk(mayBeStoredEmail('\u00e5'.repeat(128)), 'counted in UTF-8 bytes, not characters')
+  t.notOk(mayBeStoredEmail('a\u0000b@example.com'), 'a NUL: never stored (PostgreSQL cannot hold one in text)')
+  t.notOk(mayBeStoredEmail('a\u001fb@example.com'), 'a C0 control character')
+  t.notOk(mayBeStoredEmail('a\u007fb@example.com'), 'DEL')
+  t.notOk(mayBeStoredEmail('a\u0085b@example.com'), 'a C1 control character')
+  t.equal(storedEmailProblem('a@b'), undefined)
+  t.equal(storedEmailProblem(''), 'is empty')
+  t.equal(storedEmailProblem('a'.repeat(255)), 'is too long')
+  t.equal(storedEmailProblem('a\u0000b@example.com'), 'contains a control character')
 })
 
 t.test('puts the domain in its UTS #46 ToASCII form: a U-label and its A-label are one address', async (t) => {

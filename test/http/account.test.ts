@@ -444,3 +444,15 @@ t.test("DELETE: another user's session, an expired one and an unknown id are one
   t.equal((await refresh(app, bob)).status, 200)
   t.notOk(app.logs.lines.some((l) => l.event === 'session_revoke'), 'nothing was ended')
 })
+
+t.test('DELETE /api/auth/sessions/:id with an id no session can have (a NUL, a control character, far too long): 404 on either store, never a 500, nothing ended', async (t) => {
+  const app = await buildApp(t, { env: PROXY })
+  await addUser(app, EMAIL, PASSWORD)
+  const caller = await signIn(app)
+  // a path holding a control character is no route at all (the router's 404); the rest reach
+  // the handler, which finds no such session
+  for (const id of ['%00', 'a%00b', `${caller.sid}%00`, '%07', '%C2%85']) isError(t, await revoke(app, caller, decodeURIComponent(id)), 404, 'Not found')
+  for (const id of ['x'.repeat(3000), `${caller.sid}x`]) isError(t, await revoke(app, caller, decodeURIComponent(id)), 404, 'Session not found')
+  t.notOk(app.logs.lines.some((l) => Number(l.level) >= 50), 'nothing logged as an error')
+  t.equal((await me(app, caller)).status, 200, 'the calling session goes on')
+})

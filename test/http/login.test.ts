@@ -370,3 +370,15 @@ t.test('counts login outcomes in the metrics', async (t) => {
   t.notMatch(text, /limit="login.per_email"/)
   t.match(text, /^authd_http_request_duration_seconds_count\{route="\/api\/auth\/login",method="POST",status="401"\} 5$/m)
 })
+
+t.test('an email holding a NUL or another control character is an unknown email: 401 on either store, never a 500', async (t) => {
+  const app = await buildApp(t, { env: ROOMY })
+  await addUser(app, 'ada@example.com', PASSWORD)
+  for (const email of ['ada\u0000@example.com', 'a\u0000b@example.com', '\u0000', 'ada@example.com\u0000', 'ada\u0007@example.com', 'ada\u009f@example.com']) {
+    const r = await login(app, { email, password: PASSWORD })
+    t.equal(r.status, 401, JSON.stringify(email))
+    t.same(r.body, { success: false, message: 'Invalid email or password' })
+  }
+  t.notOk(app.logs.lines.some((l) => Number(l.level) >= 50), 'nothing logged as an error')
+  t.equal((await login(app, { email: 'ada@example.com', password: PASSWORD })).status, 200, 'the user itself still signs in')
+})

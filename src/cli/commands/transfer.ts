@@ -5,7 +5,7 @@
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { adminDraft } from '../../core/audit.js'
-import { canonicalEmail, checkEmail, mayBeStoredEmail } from '../../core/email.js'
+import { canonicalEmail, checkEmail, storedEmailProblem } from '../../core/email.js'
 import { AppError, isAppError } from '../../errors.js'
 import type { BaseDeps, StoreDeps } from '../deps.js'
 import { readExportFile, writeExportFile } from '../export-file.js'
@@ -131,7 +131,8 @@ export const importView = (d: ImportDoc): View => ({
 function emailProblem(email: string): string | undefined {
   const canonical = canonicalEmail(email)
   if (canonical !== email) return `is not in the canonical form a store keeps (${JSON.stringify(canonical)})`
-  if (!mayBeStoredEmail(email)) return 'is too long'
+  const stored = storedEmailProblem(email)
+  if (stored !== undefined) return stored
   const r = checkEmail(email)
   return 'problem' in r && !r.problem.startsWith('its domain ') ? r.problem : undefined
 }

@@ -195,6 +195,8 @@ async function tallyTx(sql: Sql, changes: Array<[encoded: string, by: 1 | -1]>):
 }
 
 /** serialises the writes that count or end a user's sessions (the row may not exist: an advisory lock) */
+const hasNul = (key: string): boolean => key.includes('\u0000')
+
 const lockUserSessions = (sql: Sql, userId: string): Promise<unknown> => sql.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [USER_LOCK, userId])
 
 async function lockedUser(sql: Sql, id: string): Promise<UserRecord | undefined> {
@@ -373,8 +375,10 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
     location,
 
     // ---- users ----
-    getUser: async (id) => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE id = $1`, [id]))[0]?.record,
-    getUserByEmail: async (email) => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE email = $1`, [email]))[0]?.record,
+    // a key holding a NUL names nothing here (PostgreSQL's text cannot hold one, and would fail
+    // the query rather than find nothing), as a key too long for LMDB names nothing there
+    getUser: async (id) => (hasNul(id) ? undefined : (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE id = $1`, [id]))[0]?.record),
+    getUserByEmail: async (email) => (hasNul(email) ? undefined : (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users WHERE email = $1`, [email]))[0]?.record),
     listUsers: async () => (await db.query<{ record: UserRecord }>(`SELECT record FROM authd_users ORDER BY id`)).map((r) => r.record),
     async hashTally() {
       const rows = await db.query<{ params: string; n: number }>(`SELECT params, n FROM authd_hash_tally WHERE n > 0`)
@@ -416,7 +420,7 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       }),
 
     // ---- sessions ----
-    getSession: async (id) => (await sessionRecords(`WHERE id = $1`, [id]))[0],
+    getSession: async (id) => (hasNul(id) ? undefined : (await sessionRecords(`WHERE id = $1`, [id]))[0]),
     async getSessions(ids) {
       const found = new Map((await sessionRecords(`WHERE id = ANY ($1::text[])`, [ids])).map((s) => [s.id, s]))
       return ids.map((id) => found.get(id))
