@@ -75,7 +75,12 @@ export const codePoint = (ch: string): string => `U+${ch.codePointAt(0)!.toStrin
  * cannot hold a NUL in text at all: a lookup of one would fail rather than find nothing).
  */
 export function mayBeStoredEmail(canonical: string): boolean {
-  return canonical.length > 0 && Buffer.byteLength(canonical, 'utf8') <= MAX_EMAIL_BYTES && !CONTROL.test(canonical)
+  return withinEmailLength(canonical) && !CONTROL.test(canonical)
+}
+
+/** Not empty and at most MAX_EMAIL_BYTES: the limits of a login's email are kept for any such */
+export function withinEmailLength(canonical: string): boolean {
+  return canonical.length > 0 && Buffer.byteLength(canonical, 'utf8') <= MAX_EMAIL_BYTES
 }
 
 /** Why mayBeStoredEmail refuses `canonical`, in words (for authctl), or undefined */

@@ -5,10 +5,19 @@
  */
 import type { LimitClearTarget, Store } from '../store/store.js'
 import { addressKey } from './address.js'
-import { canonicalEmail, mayBeStoredEmail } from './email.js'
+import { canonicalEmail, withinEmailLength } from './email.js'
 
 /** how often a daemon looks for new requests: well inside the promised second */
 export const LIMIT_CLEAR_POLL_MS = 250
+
+/** how long a request whose clear fails (its database out of reach) is tried again before dropped */
+export const LIMIT_CLEAR_RETRY_MS = 60_000
+
+/** what a failure was: reading the requests (no request), or applying one (tried again, or dropped) */
+export interface LimitClearFailure {
+  target: LimitClearTarget
+  dropped: boolean
+}
 
 export interface LimitClearWatch {
   stop(): void
@@ -18,15 +27,23 @@ export interface LimitClearWatch {
  * Applies every request recorded after this call, `apply` once per request (in order, each
  * awaited), until stopped. Requests made before it started are not applied (a starting daemon
  * holds no limits anyway). One poll at a time: a slow store delays the next, never stacks them.
+ * A request whose `apply` fails (a limiter in a database out of reach) is tried again at each
+ * poll, before any later one, for LIMIT_CLEAR_RETRY_MS; then dropped. Its failure is reported
+ * when it first fails and when it is dropped, not at every try.
  */
 export function watchLimitClears(opts: {
   store: Pick<Store, 'limitClearsAfter'>
   apply: (target: LimitClearTarget) => unknown
-  onError: (err: unknown) => void
+  onError: (err: unknown, failure?: LimitClearFailure) => void
   intervalMs?: number
+  /** a clock in ms (performance.now) */
+  now?: () => number
 }): LimitClearWatch {
+  const now = opts.now ?? (() => performance.now())
   // the newest request when the watch starts: only later ones are applied
   let seen: number | undefined
+  // the request failing since when
+  let failing: { seq: number; since: number } | undefined
   let polling = false
   const poll = async (): Promise<void> => {
     if (polling) return
@@ -37,8 +54,19 @@ export function watchLimitClears(opts: {
         return
       }
       for (const c of await opts.store.limitClearsAfter(seen)) {
+        try {
+          await opts.apply(c.target)
+        } catch (err) {
+          if (failing?.seq !== c.seq) {
+            failing = { seq: c.seq, since: now() }
+            opts.onError(err, { target: c.target, dropped: false })
+          }
+          // tried again at the next poll: `seen` stays before it
+          if (now() - failing.since < LIMIT_CLEAR_RETRY_MS) return
+          opts.onError(err, { target: c.target, dropped: true })
+        }
+        failing = undefined
         seen = c.seq
-        await opts.apply(c.target)
       }
     } catch (err) {
       opts.onError(err)
@@ -63,5 +91,5 @@ export function parseLimitTarget(text: string): LimitClearTarget | null {
   // the limits are kept under the canonical form of whatever was tried, registrable or not
   const email = canonicalEmail(text)
   const at = email.lastIndexOf('@')
-  return at > 0 && at < email.length - 1 && mayBeStoredEmail(email) ? { email } : null
+  return at > 0 && at < email.length - 1 && withinEmailLength(email) ? { email } : null
 }

@@ -179,7 +179,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       const keys = await auth.clearLoginLimits(target)
       log.info({ event: 'limits_cleared', target: 'email' in target ? 'email' : target.ipKey, keys }, 'login limits cleared by authctl')
     },
-    onError: (err) => log.error({ err }, 'reading limit-clear requests failed'),
+    onError: (err, failure) => {
+      if (failure === undefined) return log.error({ err }, 'reading limit-clear requests failed')
+      const target = 'email' in failure.target ? 'email' : failure.target.ipKey
+      if (failure.dropped) log.error({ err, event: 'limits_clear_dropped', target }, 'a limit clear failed for 60 s and was dropped')
+      else log.error({ err, event: 'limits_clear_failed', target }, 'a limit clear failed; trying again')
+    },
   })
   return {
     config,

@@ -6,7 +6,7 @@
  * on the clock (test/store/device-key.test.ts runs it on a real store, two handles).
  */
 import t, { type Test } from 'tap'
-import { LIMIT_CLEAR_POLL_MS, parseLimitTarget, watchLimitClears } from '../../src/core/limit-clears.js'
+import { LIMIT_CLEAR_POLL_MS, LIMIT_CLEAR_RETRY_MS, parseLimitTarget, watchLimitClears, type LimitClearFailure } from '../../src/core/limit-clears.js'
 import type { LimitClear, LimitClearTarget } from '../../src/store/store.js'
 
 t.test('parseLimitTarget: an address becomes the key its requests are counted under', async (t) => {
@@ -28,6 +28,10 @@ t.test('parseLimitTarget: an email becomes its canonical form, registrable or no
   t.same(parseLimitTarget(`${'a'.repeat(243)}@example.com`), null, 'longer than any stored email')
 })
 
+t.test('parseLimitTarget: an email with a control character is still one (its login limits are kept like any tried email\'s)', async (t) => {
+  t.same(parseLimitTarget('ann\u0007@example.com'), { email: 'ann\u0007@example.com' })
+})
+
 t.test('parseLimitTarget: neither an address nor an email is null', async (t) => {
   for (const text of ['', '   ', 'ann', 'example.com', '@example.com', 'ann@', '  @  ', '203.0.113', '203.0.113.256', '127.1', '2001:db8::1/64', '203.0.113.7:8080', '[203.0.113.7]x']) {
     t.equal(parseLimitTarget(text), null, JSON.stringify(text))
@@ -35,10 +39,11 @@ t.test('parseLimitTarget: neither an address nor an email is null', async (t) =>
 })
 
 /** The watch over a store of `clears`, its interval held here: `tick()` is one timer firing. */
-function watchOver(t: Test, clears: LimitClear[], opts: { apply?: (target: LimitClearTarget) => unknown; read?: (after: number) => Promise<LimitClear[]> } = {}) {
+function watchOver(t: Test, clears: LimitClear[], opts: { apply?: (target: LimitClearTarget) => unknown; read?: (after: number) => Promise<LimitClear[]>; now?: () => number } = {}) {
   const reads: number[] = []
   const applied: LimitClearTarget[] = []
   const errors: unknown[] = []
+  const failures: Array<LimitClearFailure | undefined> = []
   let tick: (() => void) | undefined
   let every: number | undefined
   const realSet = globalThis.setInterval
@@ -58,13 +63,17 @@ function watchOver(t: Test, clears: LimitClear[], opts: { apply?: (target: Limit
         },
       },
       apply: opts.apply ?? ((target) => applied.push(target)),
-      onError: (err) => errors.push(err),
+      onError: (err, failure) => {
+        errors.push(err)
+        failures.push(failure)
+      },
+      now: opts.now,
     })
   } finally {
     globalThis.setInterval = realSet
   }
   t.teardown(() => watch.stop())
-  return { watch, timer, reads, applied, errors, tick: () => tick!(), every: () => every }
+  return { watch, timer, reads, applied, errors, failures, tick: () => tick!(), every: () => every }
 }
 
 /** lets the polls started so far run to their end (the store here answers at once) */
@@ -159,16 +168,17 @@ t.test('watch: apply runs one request at a time, in order, each awaited before t
   t.same(started.length, 2)
 })
 
-t.test('watch: a failed read is reported and retried from where it stood; a failed apply is reported and the requests after it still applied', async (t) => {
+t.test('watch: a failed read is reported and retried from where it stood; a failed apply is reported once and tried again at each poll, before the later ones, until it works', async (t) => {
   const clears: LimitClear[] = []
   let failRead = false
+  let limiterDown = true
   const w = watchOver(t, clears, {
     read: async (after) => {
       if (failRead) throw new Error('store unavailable')
       return clears.filter((c) => c.seq > after)
     },
     apply: (target) => {
-      if ('email' in target && target.email === 'bad@example.com') throw new Error('limiter down')
+      if ('email' in target && target.email === 'bad@example.com' && limiterDown) throw new Error('limiter down')
       w.applied.push(target)
     },
   })
@@ -178,19 +188,59 @@ t.test('watch: a failed read is reported and retried from where it stood; a fail
   w.tick()
   await settle()
   t.match(w.errors, [{ message: 'store unavailable' }])
+  t.same(w.failures, [undefined], 'a failed read names no request')
   t.same(w.applied, [])
   failRead = false
   w.tick()
   await settle()
   t.same(w.applied, [{ email: 'a@example.com' }], 'applied on the next poll')
   clears.push(clear(2, { email: 'bad@example.com' }), clear(3, { email: 'c@example.com' }))
+  for (let i = 0; i < 3; i++) {
+    w.tick()
+    await settle()
+  }
+  t.match(w.errors, [{ message: 'store unavailable' }, { message: 'limiter down' }], 'reported once, not at every try')
+  t.same(w.failures[1], { target: { email: 'bad@example.com' }, dropped: false })
+  t.same(w.applied, [{ email: 'a@example.com' }], 'the later one waits behind the failing one')
+  t.same(w.reads.slice(-3), [1, 1, 1], 'read again from before the failing one')
+  limiterDown = false
   w.tick()
   await settle()
-  t.match(w.errors, [{ message: 'store unavailable' }, { message: 'limiter down' }])
+  t.same(w.applied, [{ email: 'a@example.com' }, { email: 'bad@example.com' }, { email: 'c@example.com' }], 'once it works, applied, then the later one')
   w.tick()
   await settle()
-  t.same(w.applied, [{ email: 'a@example.com' }, { email: 'c@example.com' }], 'the one after the failure is applied; the failed one is not retried')
+  t.same(w.reads.slice(-1), [3])
+  t.equal(w.errors.length, 2)
+})
+
+t.test('watch: a request whose apply keeps failing is dropped after LIMIT_CLEAR_RETRY_MS, reported as dropped, and the later ones applied', async (t) => {
+  const clears: LimitClear[] = []
+  let at = 1_000
+  const w = watchOver(t, clears, {
+    now: () => at,
+    apply: (target) => {
+      if ('email' in target && target.email === 'bad@example.com') throw new Error('limiter down')
+      w.applied.push(target)
+    },
+  })
+  await settle()
+  clears.push(clear(1, { email: 'bad@example.com' }), clear(2, { email: 'c@example.com' }))
+  w.tick()
+  await settle()
+  at += LIMIT_CLEAR_RETRY_MS - 1
+  w.tick()
+  await settle()
+  t.same(w.applied, [], 'still tried again just before the limit')
+  t.same(w.failures, [{ target: { email: 'bad@example.com' }, dropped: false }])
+  at += 1
+  w.tick()
+  await settle()
+  t.same(w.failures, [{ target: { email: 'bad@example.com' }, dropped: false }, { target: { email: 'bad@example.com' }, dropped: true }])
+  t.same(w.applied, [{ email: 'c@example.com' }], 'dropped, and the later one applied')
+  w.tick()
+  await settle()
   t.same(w.reads.slice(-1), [2])
+  t.equal(w.errors.length, 2)
 })
 
 t.test('watch: stop() clears its interval', async (t) => {
