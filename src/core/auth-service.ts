@@ -7,7 +7,7 @@ import type { Config, RateRule } from '../config/types.js'
 import { formatDuration } from '../config/duration.js'
 import { apiDraft, type AuditEventName, type LoginFailureReason } from './audit.js'
 import { createAccount, type Account, type PasswordChangeOutcome } from './account.js'
-import type { AuditDraft, LimitClearTarget, SessionEntry, SessionHolder, Store, StoreCharge, UserRecord } from '../store/store.js'
+import type { AuditDraft, LimitClearTarget, SessionEntry, SessionHolder, SessionRecord, Store, StoreCharge, UserRecord } from '../store/store.js'
 import type { AccessTokens } from './access-tokens.js'
 import type { Keyring } from './keys.js'
 import type { MeAnswer, MeView } from './me-view.js'
@@ -300,27 +300,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     return keys
   }
 
-  /**
-   * Starts a session of `user`, recording `event` (login.success, mfa.success) in the same write;
-   * register records its event with the user's creation and gives the session id it named there.
-   */
-  async function startSession(
-    user: UserRecord,
-    client: ClientContext,
-    amr: readonly string[],
-    event: { name: AuditEventName; detail?: Record<string, unknown> } | null,
-    sessionId = newSessionId(),
-    holder?: SessionHolder,
-  ): Promise<SignedIn | undefined> {
-    const now = deps.now()
+  /** A new session of `user` as it is stored, and its refresh token (the client's, given once) */
+  function newSession(user: UserRecord, client: ClientContext, amr: readonly string[], now: number): { session: SessionRecord; refreshToken: string } {
     const refreshToken = newRefreshToken()
-    const who = { at: now, userId: user.id, email: user.email }
-    const events: AuditDraft[] = event === null ? [] : [apiDraft(event.name, client, { ...who, sessionId, detail: event.detail })]
-    const keys = readKeys()
-    // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
-    // same write: racing logins never leave more
-    const session = {
-      id: sessionId,
+    const session: SessionRecord = {
+      id: newSessionId(),
       userId: user.id,
       createdAt: now,
       lastUsedAt: now,
@@ -335,17 +319,41 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       rotations: [],
       amr: [...amr],
     }
-    const limit = { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }
-    const audit = {
-      events,
+    return { session, refreshToken }
+  }
+
+  /** The answer of a sign-in whose session is written: an access token for it (`keys`: readKeys) */
+  async function signedIn(user: UserRecord, session: SessionRecord, refreshToken: string, keys: Promise<unknown>): Promise<SignedIn> {
+    const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: session.id, amr: session.amr }, keys)
+    return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId: session.id }
+  }
+
+  /**
+   * Starts a session of `user` after a password check (a login, a second step), recording `event`
+   * (login.success, mfa.success) in the same write. The write goes ahead only while the user is
+   * still there, enabled and holds the password hash checked (`holder`): undefined, and nothing
+   * written, when the password changed or the user was disabled or deleted meanwhile.
+   */
+  async function startSession(
+    user: UserRecord,
+    client: ClientContext,
+    amr: readonly string[],
+    event: { name: AuditEventName; detail?: Record<string, unknown> },
+    holder: SessionHolder,
+  ): Promise<SignedIn | undefined> {
+    const now = deps.now()
+    const { session, refreshToken } = newSession(user, client, amr, now)
+    const who = { at: now, userId: user.id, email: user.email }
+    const keys = readKeys()
+    // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
+    // same write: racing logins never leave more
+    const evicted = await store.createSessionFor(holder, session, { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }, {
+      events: [apiDraft(event.name, client, { ...who, sessionId: session.id, detail: event.detail })],
       evicted: (e: SessionEntry) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
-    }
-    // with a holder (a login), written only while the user still holds the password it checked
-    const evicted = holder === undefined ? await store.createSession(session, limit, audit) : await store.createSessionFor(holder, session, limit, audit)
+    })
     if (evicted === undefined) return undefined
     for (const e of evicted) log.info({ event: 'session_evict', sessionId: e.id, userId: e.userId }, 'session ended: sessions.max_per_user reached')
-    const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: sessionId, amr }, keys)
-    return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId }
+    return signedIn(user, session, refreshToken, keys)
   }
 
   /**
@@ -542,7 +550,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         await Promise.all([record('login.mfa_required', client, { userId: user.id, email: user.email }), cleared])
         return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
       }
-      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }, undefined, { passwordHash: checkedHash }), cleared])
+      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }, { passwordHash: checkedHash }), cleared])
       if (signedIn === undefined) {
         // The password changed, or the user was disabled or deleted, while this login's hash
         // ran: nothing was written, and it is refused as it would have been a moment later
@@ -607,19 +615,20 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         updatedAt: now,
         disabled: false,
       }
-      // the session to come is named now: the event is written with the user, and names it
-      const sessionId = newSessionId()
-      // the uniqueness check that counts is this one, inside the store's write transaction
-      if (!(await store.createUser(user, [apiDraft('register', client, { at: now, userId: user.id, email, sessionId })]))) {
+      // The user and its first session in one write, with the event that names both: an answer
+      // that never came (a timeout, a 503) leaves neither, and the same register can be sent
+      // again. The uniqueness check that counts is this one, inside that write.
+      const { session, refreshToken } = newSession(user, client, AMR_PASSWORD, now)
+      const keys = readKeys()
+      if (!(await store.createUser(user, [apiDraft('register', client, { at: now, userId: user.id, email, sessionId: session.id })], session))) {
         events.register('conflict')
         throw new AppError('EMAIL_TAKEN')
       }
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
-      // no holder: always written
-      const signedIn = (await startSession(user, client, AMR_PASSWORD, null, sessionId))!
-      signedIn.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
-      return signedIn
+      const signed = await signedIn(user, session, refreshToken, keys)
+      signed.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
+      return signed
     },
 
     async loginMfa(body, client) {
@@ -688,7 +697,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // a right code: not a failure, and the user's earlier typos are forgiven
       await limiter.release(attempt.token, mfaKey)
       const method = totp ? 'totp' : 'recovery_code'
-      const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } }, undefined, { passwordHash: user!.passwordHash })
+      const signedIn = await startSession(user!, client, amr, { name: 'mfa.success', detail: { method } }, { passwordHash: user!.passwordHash })
       if (signedIn === undefined) {
         // the password changed, or the user was disabled or deleted, since the step was taken:
         // the token no longer stands, as the step would have found a moment later

@@ -526,13 +526,14 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     },
     listUsers: async () => [...users.getRange().map(({ value }) => value)],
     hashTally: async () => (meta.get('hash_tally') as Record<string, number> | undefined) ?? {},
-    createUser: (user, events) =>
+    createUser: (user, events, session) =>
       write((changed) => {
         if (emails.get(user.email) !== undefined) return false
         if (tooLong(user.email) || tooLong(user.id)) throw new AppError('KEY_TOO_LONG', { params: { what: 'email or id' } })
         emails.put(user.email, user.id)
         users.put(user.id, user)
         tallyHash(user.passwordHash, 1)
+        if (session !== undefined) addSessionTx(session)
         changed(events)
         return true
       }),

@@ -327,8 +327,11 @@ export interface Store {
   getUser(id: string): Promise<UserRecord | undefined>
   getUserByEmail(canonicalEmail: string): Promise<UserRecord | undefined>
   listUsers(): Promise<UserRecord[]>
-  /** inserts the user and its email index in one transaction; false if the email exists */
-  createUser(user: UserRecord, audit?: Audit): Promise<boolean>
+  /**
+   * Inserts the user and its email index in one transaction, with `session` (register's first
+   * session) in the same one when given; false, and nothing written, if the email exists.
+   */
+  createUser(user: UserRecord, audit?: Audit, session?: SessionRecord): Promise<boolean>
   /**
    * applies `change` to the current record inside a transaction; undefined if gone. `audit` is
    * read once `change` has run (each time it runs), so `change` may fill it as it decides.

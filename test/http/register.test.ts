@@ -3,7 +3,9 @@
  * the cookie it sets, canonical-email uniqueness under concurrency, and mass assignment.
  */
 import t from 'tap'
-import { ageLimits, call, CookieJar, retryAfterIs, buildApp, type Reply, type TestApp } from '../helpers/app.js'
+import { ageLimits, call, CookieJar, openTestStore, retryAfterIs, buildApp, type Reply, type TestApp } from '../helpers/app.js'
+import { AppError } from '../../src/errors.js'
+import type { Store } from '../../src/store/store.js'
 
 const PASSWORD = 'vermilion-otter-42'
 const ABSOLUTE_TTL_S = 30 * 24 * 3600
@@ -262,4 +264,31 @@ t.test('429 Too many registration attempts with Retry-After, per client IP', asy
   now += 3600_000
   await ageLimits(app, 3600_000)
   t.equal((await register(app, { email: 'three@x.io', password: PASSWORD })).status, 201, 'allowed again after the window')
+})
+
+t.test('a register whose session cannot be written leaves no account behind: 503, and the same register sent again succeeds (never 409)', async (t) => {
+  const dir = t.testdir()
+  const real = await openTestStore(t, dir)
+  // the first write that would start a session fails, as a database that times out does
+  let failNext = true
+  const unavailable = (): never => {
+    failNext = false
+    throw new AppError('STORE_UNAVAILABLE')
+  }
+  const store: Store = {
+    ...real,
+    createUser: async (...a) => (failNext && a[2] !== undefined ? unavailable() : real.createUser(...a)),
+    createSession: async (...a) => (failNext ? unavailable() : real.createSession(...a)),
+    createSessionFor: async (...a) => (failNext ? unavailable() : real.createSessionFor(...a)),
+  }
+  const app = await buildApp(t, { dir, store })
+  const first = await register(app, { email: 'ada@example.com', password: PASSWORD })
+  t.equal(first.status, 503)
+  t.same(first.body, { success: false, message: 'Service unavailable' })
+  t.equal(first.headers['retry-after'], '1')
+  t.equal(await real.getUserByEmail('ada@example.com'), undefined, 'no account without its session')
+  const again = await register(app, { email: 'ada@example.com', password: PASSWORD })
+  t.equal(again.status, 201, 'sent again, it succeeds')
+  const user = await real.getUserByEmail('ada@example.com')
+  t.equal(await real.countSessions(user!.id), 1, 'with its one session')
 })

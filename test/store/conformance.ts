@@ -167,6 +167,20 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     await store.flushed()
   })
 
+  await t.test("createUser with register's first session: both in one write, or neither when the email is taken", async (t) => {
+    const store = await fresh(t)
+    t.equal(await store.createUser(user('u1', 'ann@example.com'), [draft('register', { userId: 'u1', sessionId: 's1' })], session('s1', 'u1')), true)
+    t.same(await store.getUser('u1'), user('u1', 'ann@example.com'))
+    t.same(await store.getSession('s1'), session('s1', 'u1'), 'the session with it')
+    t.equal(await store.findSessionIdByRefreshHash('h-s1'), 's1', 'with its token entry')
+    t.equal(await store.countSessions('u1'), 1)
+    t.same((await store.auditEvents({ limit: 10 })).map((e) => [e.event, e.sessionId]), [['register', 's1']])
+    t.equal(await store.createUser(user('u2', 'ann@example.com'), [draft('register', { userId: 'u2', sessionId: 's2' })], session('s2', 'u2')), false, 'the email is taken')
+    t.equal(await store.getSession('s2'), undefined, "the loser's session is not written")
+    t.equal(await store.findSessionIdByRefreshHash('h-s2'), undefined)
+    t.equal((await store.auditEvents({ limit: 10 })).length, 1, 'nor its event')
+  })
+
   await t.test('users: create, look up, refuse a second of one email, update, delete', async (t) => {
     const store = await fresh(t)
     const ann = user('u1', 'ann@example.com', { mfa })

@@ -384,11 +384,13 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       const rows = await db.query<{ params: string; n: number }>(`SELECT params, n FROM authd_hash_tally WHERE n > 0`)
       return Object.fromEntries(rows.map((r) => [r.params, r.n]))
     },
-    createUser: (user, audit = []) =>
+    createUser: (user, audit = [], session) =>
       db.tx(async (sql) => {
         const rows = await sql.query(`INSERT INTO authd_users (id, email, disabled, mfa_enabled, record) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING id`, userColumns(user))
         if (rows.length === 0) return false
         await tallyTx(sql, [[user.passwordHash, 1]])
+        // a new user has no session to count against sessions.max_per_user
+        if (session !== undefined) await sql.query(PUT_SESSION, [...sessionColumns(session), ...newSessionTokens(session), -2])
         await appendAuditTx(sql, audit)
         return true
       }),
