@@ -357,6 +357,15 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   }
 
   /**
+   * The hash `password` holds after a re-check: `stored` when the password verifies against it
+   * (a re-hash at new parameters replaced the one checked), else `checked` (the password changed).
+   * One more argon2 run, only when a stored hash moved under a login.
+   */
+  async function sameOrChanged(stored: string, password: string, checked: string): Promise<string> {
+    return (await hasher.verify(stored, password)) ? stored : checked
+  }
+
+  /**
    * Whether an mfaToken still stands for `user`: the user is there and enabled, the factor is on
    * and is the one it was issued for, and the password is the one that was checked (a password
    * changed, or the factor reset, even if set up again, voids the token).
@@ -535,6 +544,8 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           const passwordHash = await hasher.hash(input.password)
           const stored = await store.updateUser(user.id, (u) => (u.passwordHash === user.passwordHash ? { ...u, passwordHash, updatedAt: deps.now() } : u))
           if (stored?.passwordHash === passwordHash) checkedHash = passwordHash
+          // replaced meanwhile: by a concurrent login's re-hash (the same password) or a change
+          else if (stored !== undefined) checkedHash = await sameOrChanged(stored.passwordHash, input.password, checkedHash)
         } catch (err) {
           // a full hash queue must not fail a correct login: the re-hash waits for the next one
           if (!isAppError(err) || err.code !== 'BUSY') throw err
@@ -550,11 +561,19 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         await Promise.all([record('login.mfa_required', client, { userId: user.id, email: user.email }), cleared])
         return { mfaRequired: true, mfaToken: token, expiresIn, user: { id: user.id, email: user.email } }
       }
-      const [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }, { passwordHash: checkedHash }), cleared])
+      let [signedIn] = await Promise.all([startSession(user, client, AMR_PASSWORD, { name: 'login.success' }, { passwordHash: checkedHash }), cleared])
       if (signedIn === undefined) {
-        // The password changed, or the user was disabled or deleted, while this login's hash
-        // ran: nothing was written, and it is refused as it would have been a moment later
-        // (the change ended every other session; this one must not outlive it).
+        // The stored hash is not the one checked. A re-hash at new parameters by a concurrent
+        // login of this user (the same password) is checked once more, against the hash now
+        // stored. Otherwise the password changed, or the user was disabled or deleted, while this
+        // login's hash ran: nothing was written, and it is refused as it would have been a moment
+        // later (the change ended every other session; this one must not outlive it).
+        const now = await store.getUser(user.id)
+        if (now !== undefined && !now.disabled && now.passwordHash !== checkedHash && (await sameOrChanged(now.passwordHash, input.password, checkedHash)) !== checkedHash) {
+          signedIn = await startSession(now, client, AMR_PASSWORD, { name: 'login.success' }, { passwordHash: now.passwordHash })
+        }
+      }
+      if (signedIn === undefined) {
         const now = await store.getUser(user.id)
         const outcome: LoginFailureReason = now === undefined ? 'unknown_user' : now.disabled ? 'disabled' : 'bad_password'
         events.login(outcome)

@@ -382,3 +382,17 @@ t.test('an email holding a NUL or another control character is an unknown email:
   t.notOk(app.logs.lines.some((l) => Number(l.level) >= 50), 'nothing logged as an error')
   t.equal((await login(app, { email: 'ada@example.com', password: PASSWORD })).status, 200, 'the user itself still signs in')
 })
+
+t.test('logins of one user at once, right after a change of parameters: every one signs in, whichever re-hash lands first (a re-hash is no password change)', async (t) => {
+  const app = await buildApp(t, { env: ROOMY })
+  const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 2048, timeCost: 2, parallelism: 1 })
+  const user = await addUser(app, 'ann@example.com', PASSWORD, { passwordHash: old })
+  for (const n of [2, 4]) {
+    await app.store.updateUser(user.id, (u) => ({ ...u, passwordHash: old }))
+    const rs = await Promise.all(Array.from({ length: n }, (_, i) => login(app, { email: 'ann@example.com', password: PASSWORD }, { 'user-agent': `device ${i}` })))
+    t.same(rs.map((r) => r.status), Array(n).fill(200), `${n} at once: all 200`)
+    t.not((await app.store.getUser(user.id))!.passwordHash, old, 're-hashed')
+  }
+  const failures = (await app.store.auditEvents({ limit: 100 })).filter((e) => e.event === 'login.failure')
+  t.same(failures, [], 'no login.failure recorded for a right password')
+})

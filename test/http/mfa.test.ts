@@ -454,3 +454,19 @@ t.test('a stolen password alone never yields a cookie or a token', async (t) => 
   }
   t.equal(await a.store.countSessions((await a.store.getUserByEmail('ann@example.com'))!.id), 1, 'only the session the test made before the factor was on')
 })
+
+t.test('logins at once right after a change of parameters: each mfaToken completes the second step, whichever re-hash landed first (a re-hash is no password change)', async (t) => {
+  const a = await app(t, { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m' })
+  const { recoveryCodes, userId } = await withFactor(a, 'ann@example.com')
+  // the stored hash made under other parameters, as after a change of passwords.*
+  const { default: argon2 } = await import('argon2')
+  const old = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 2048, timeCost: 2, parallelism: 1 })
+  await a.store.updateUser(userId, (u) => ({ ...u, passwordHash: old }))
+  const firsts = await Promise.all([0, 1, 2].map((i) => login(a, 'ann@example.com', PASSWORD, { 'user-agent': `device ${i}` })))
+  t.same(firsts.map((r) => r.body.data?.mfaRequired), [true, true, true])
+  t.not((await a.store.getUser(userId))!.passwordHash, old, 're-hashed')
+  for (const [i, r] of firsts.entries()) {
+    const step = await call(a, 'POST', '/api/auth/login/mfa', { json: { mfaToken: r.body.data.mfaToken, recoveryCode: recoveryCodes[i] } })
+    t.equal(step.status, 200, `token ${i} completes the second step`)
+  }
+})
