@@ -250,3 +250,39 @@ t.test('logins racing a password change over three instances: no session written
     }
   }
 })
+
+t.test('a login at the bound racing a refresh of the oldest session over two instances: a session refreshed (200) is never the one the login ends', async (t) => {
+  const db = await pgDatabase(t)
+  if (!db) return
+  const stores = await instances(t, db.url, 2)
+  const HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2g'
+  const record = (id: string, userId: string, at: number, token: string): Parameters<Store['createSession']>[0] => ({
+    id, userId, createdAt: at, lastUsedAt: at, expiresAt: T0 + policy.absoluteTtlMs, ip: '127.0.0.1', userAgent: 'race',
+    refreshHash: hashToken(token), previousHash: null, rotatedAt: null, generation: 0, familyHash: familyHashOf(token), rotations: [], amr: ['pwd'],
+  })
+  let refreshed = 0
+  for (let round = 0; round < 60; round++) {
+    const uid = `u${round}`
+    await stores[0]!.createUser({ id: uid, email: `${uid}@example.com`, passwordHash: HASH, createdAt: T0, updatedAt: T0, disabled: false })
+    const oldest = newRefreshToken()
+    await stores[0]!.createSession(record(`${uid}-oldest`, uid, T0 + 1, oldest))
+    await stores[0]!.createSession(record(`${uid}-next`, uid, T0 + 2, newRefreshToken()))
+    const now = T0 + 100
+    // the refresh sent a little after the login, by a different delay each round, so that it
+    // lands somewhere in the login's write (which reads the user's sessions, then ends the oldest)
+    const delay = (round % 10) * 0.4
+    const [out] = await Promise.all([
+      new Promise((r) => setTimeout(r, delay)).then(() =>
+        stores[round % 2]!.refreshSession(hashToken(oldest), (s) => decideRefresh(s, { token: oldest, hash: hashToken(oldest) }, { now, policy }), familyHashOf(oldest)),
+      ),
+      stores[(round + 1) % 2]!.createSessionFor({ passwordHash: HASH }, record(`${uid}-login`, uid, now, newRefreshToken()), { max: 2, now, idleTtlMs: policy.idleTtlMs }),
+    ])
+    const left = (await stores[0]!.listSessions(uid)).map((s) => s.id).sort()
+    t.equal(left.length, 2, `round ${round}: the bound holds`)
+    if (out.kind === 'rotated') {
+      refreshed++
+      t.ok(left.includes(`${uid}-oldest`), `round ${round}: refreshed (200), so not ended: ${left.join(', ')}`)
+    }
+  }
+  t.ok(refreshed > 0, `some refreshes won the race (${refreshed} of 60)`)
+})

@@ -294,7 +294,10 @@ function sessionEvents(audit: SessionAudit | undefined, ended: SessionEntry[]): 
 async function evictTx(sql: Sql, userId: string, limit: SessionLimit): Promise<SessionEntry[]> {
   // logins of one user queue here, so with the new one the user has at most `limit.max`
   await lockUserSessions(sql, userId)
-  const rows = await sql.query<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM authd_sessions WHERE user_id = $1`, [userId])
+  // the rows locked as they are read (in id order), so that a refresh of one of them either
+  // committed before (its new last use read here) or waits for this write: a session refreshed a
+  // moment ago is never the one ended as the oldest
+  const rows = await sql.query<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM authd_sessions WHERE user_id = $1 ORDER BY id FOR UPDATE`, [userId])
   const evicted = evictionsOf(rows.map(entryOf), limit)
   if (evicted.length === 0) return []
   await sql.query(`DELETE FROM authd_sessions WHERE id = ANY ($1::text[])`, [evicted.map((e) => e.id)])
