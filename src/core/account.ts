@@ -140,6 +140,8 @@ export function createAccount(deps: AccountDeps): Account {
           },
           who.sessionId,
           audit,
+          // only while the caller's session is still stored: one ended meanwhile changes nothing
+          who.sessionId,
         )
       } catch (err) {
         if (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT') events.passwordChange('incorrect')

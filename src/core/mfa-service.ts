@@ -101,7 +101,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       const user = await userOf(who)
       if (user.mfa !== undefined) throw new AppError('MFA_ALREADY_ENABLED')
       const secret = newTotpSecret()
-      const stored = await store.updateUser(user.id, (u) => (u.mfa !== undefined ? u : { ...u, mfaSetup: { secret, createdAt: deps.now() } }))
+      const stored = await store.updateUser(user.id, (u) => (u.mfa !== undefined ? u : { ...u, mfaSetup: { secret, createdAt: deps.now() } }), [], who.sessionId)
       if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       if (stored.mfa !== undefined) throw new AppError('MFA_ALREADY_ENABLED')
       events.mfaAccount('setup')
@@ -122,14 +122,16 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       const { codes, hashes } = newRecoveryCodes(user.id)
       let confirmed = false
       const enabled = eventIf('mfa.enable', who, client)
-      await store.updateUser(user.id, (u) => {
+      const stored = await store.updateUser(user.id, (u) => {
         // the very setup that was checked (not one that replaced it meanwhile)
         confirmed = u.mfaSetup?.secret === setup.secret && u.mfa === undefined
         enabled.made(confirmed)
         if (!confirmed) return u
         // the confirming code's step counts as used: it cannot sign in afterwards
         return { ...withoutSetup(u), mfa: { secret: setup.secret, enabledAt: now, lastStep: step, recoveryCodes: hashes }, updatedAt: now }
-      }, enabled.audit)
+      }, enabled.audit, who.sessionId)
+      // the caller's session ended (or the user went) while this request ran: nothing written
+      if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       if (!confirmed) throw new AppError('MFA_NO_SETUP')
       events.mfaAccount('enable')
       log.info({ event: 'mfa_change', outcome: 'enable', userId: user.id }, 'second factor turned on')
@@ -142,11 +144,12 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       await checkPassword(user, body.password, client)
       const now = deps.now()
       const disabled = eventIf('mfa.disable', who, client)
-      await store.updateUser(user.id, (u) => {
+      const stored = await store.updateUser(user.id, (u) => {
         disabled.made(u.mfa !== undefined)
         const { mfa: _mfa, ...rest } = withoutSetup(u)
         return { ...rest, updatedAt: now }
-      }, disabled.audit)
+      }, disabled.audit, who.sessionId)
+      if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       events.mfaAccount('disable')
       log.info({ event: 'mfa_change', outcome: 'disable', ip: client.ip, userId: user.id }, 'second factor turned off')
     },
@@ -164,8 +167,10 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
           return u.mfa === undefined ? u : { ...u, mfa: { ...u.mfa, recoveryCodes: hashes }, updatedAt: deps.now() }
         },
         renewed.audit,
+        who.sessionId,
       )
-      if (stored?.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
+      if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+      if (stored.mfa === undefined) throw new AppError('MFA_NOT_ENABLED')
       events.mfaAccount('recovery_codes')
       log.info({ event: 'mfa_change', outcome: 'recovery_codes', ip: client.ip, userId: user.id }, 'new recovery codes')
       return { recoveryCodes: codes }

@@ -496,6 +496,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
     }
   }
 
+  /** whether session `id` of user `userId` is stored (inside a write: a user's own request's caller) */
+  const callerHeld = (id: string, userId: string): boolean => !tooLong(id) && sessions.get(id)?.userId === userId
+
   /** createSession, and createSessionFor with `holder`: the user checked in the same write */
   const createSessionTx = async (holder: SessionHolder | undefined, s: SessionRecord, limit: SessionLimit | undefined, events: SessionAudit | undefined): Promise<SessionEntry[] | undefined> => {
     const evicted = await write((changed) => {
@@ -537,17 +540,19 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         changed(events)
         return true
       }),
-    updateUser: (id, change, events) =>
+    updateUser: (id, change, events, caller) =>
       durable(
         write((changed) => {
+          if (caller !== undefined && !callerHeld(caller, id)) return undefined
           const user = updateUserTx(id, change)
           if (user !== undefined) changed(events)
           return user
         }),
       ),
-    updateUserEndingSessions: (id, change, keep, events) =>
+    updateUserEndingSessions: (id, change, keep, events, caller) =>
       durable(
         write((changed) => {
+          if (caller !== undefined && !callerHeld(caller, id)) return undefined
           const user = updateUserTx(id, change)
           if (user === undefined) return undefined
           const ended = deleteUserSessionsTx(id, keep)

@@ -334,16 +334,21 @@ export interface Store {
   createUser(user: UserRecord, audit?: Audit, session?: SessionRecord): Promise<boolean>
   /**
    * applies `change` to the current record inside a transaction; undefined if gone. `audit` is
-   * read once `change` has run (each time it runs), so `change` may fill it as it decides.
+   * read once `change` has run (each time it runs), so `change` may fill it as it decides. With
+   * `caller` (the session a user's own request came with), only while that session of this user
+   * is still stored, checked in the same transaction (on PostgreSQL its row held until the end,
+   * so a revocation waits for the write or comes before it): else nothing is written and it
+   * resolves to undefined, as for a user gone.
    */
-  updateUser(id: string, change: (user: UserRecord) => UserRecord, audit?: Audit): Promise<UserRecord | undefined>
+  updateUser(id: string, change: (user: UserRecord) => UserRecord, audit?: Audit, caller?: string): Promise<UserRecord | undefined>
   /**
    * updateUser, and in the same write transaction every session of the user except `keep` ends
    * with its token entries (a password change: no other session outlives the old password).
    * Resolves once durable, to the record now stored and how many sessions ended; undefined if
-   * the user is gone.
+   * the user is gone. With `caller`, as updateUser's: only while that session of the user is
+   * stored (undefined, nothing written, no session ended, once it ended).
    */
-  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string, audit?: Audit): Promise<{ user: UserRecord; ended: number } | undefined>
+  updateUserEndingSessions(id: string, change: (user: UserRecord) => UserRecord, keep: string, audit?: Audit, caller?: string): Promise<{ user: UserRecord; ended: number } | undefined>
   /** deletes the user, its email index entry and all its sessions */
   deleteUser(id: string, audit?: Audit): Promise<boolean>
   /**

@@ -167,6 +167,27 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     await store.flushed()
   })
 
+  await t.test("updateUser and updateUserEndingSessions for a caller: written only while the caller's session of this user is stored", async (t) => {
+    const store = await fresh(t)
+    await store.createUser(user('u1', 'ann@example.com'))
+    await store.createUser(user('u2', 'bob@example.com'))
+    await store.createSession(session('mine', 'u1'))
+    await store.createSession(session('other', 'u1'))
+    await store.createSession(session('bobs', 'u2'))
+    const rename = (u: UserRecord): UserRecord => ({ ...u, updatedAt: u.updatedAt + 1 })
+    t.equal((await store.updateUser('u1', rename, [draft('mfa.disable')], 'mine'))?.updatedAt, T0 + 1, 'the caller is there: written')
+    t.equal(await store.updateUser('u1', rename, [draft('mfa.disable')], 'bobs'), undefined, "another user's session is no caller of this one")
+    t.equal(await store.updateUser('u1', rename, [draft('mfa.disable')], 'nobody'), undefined, 'no such session')
+    t.equal((await store.getUser('u1'))!.updatedAt, T0 + 1, 'written once')
+    t.equal((await store.auditEvents({ limit: 10 })).length, 1, 'one event')
+    await store.revokeSession('mine')
+    t.equal(await store.updateUser('u1', rename, [], 'mine'), undefined, 'the caller ended: nothing written')
+    t.equal(await store.updateUserEndingSessions('u1', rename, 'mine', [], 'mine'), undefined, 'nor with the sessions ended')
+    t.ok(await store.getSession('other'), 'and no session ended')
+    t.equal((await store.getUser('u1'))!.updatedAt, T0 + 1)
+    t.same(await store.updateUserEndingSessions('u1', rename, 'mine', []), { user: { ...user('u1', 'ann@example.com'), updatedAt: T0 + 2 }, ended: 1 }, 'no caller (an admin\'s change): written, the other sessions end')
+  })
+
   await t.test("createUser with register's first session: both in one write, or neither when the email is taken", async (t) => {
     const store = await fresh(t)
     t.equal(await store.createUser(user('u1', 'ann@example.com'), [draft('register', { userId: 'u1', sessionId: 's1' })], session('s1', 'u1')), true)

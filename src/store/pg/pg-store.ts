@@ -197,6 +197,16 @@ async function tallyTx(sql: Sql, changes: Array<[encoded: string, by: 1 | -1]>):
 /** serialises the writes that count or end a user's sessions (the row may not exist: an advisory lock) */
 const hasNul = (key: string): boolean => key.includes('\u0000')
 
+/**
+ * Whether session `id` of user `userId` is stored, its row held (FOR SHARE) to the end of the
+ * transaction: a revocation, a logout or a user's sessions ended wait for this write, or came
+ * before it and it finds nothing.
+ */
+async function callerHeld(sql: Sql, id: string, userId: string): Promise<boolean> {
+  if (hasNul(id)) return false
+  return (await sql.query(`SELECT 1 FROM authd_sessions WHERE id = $1 AND user_id = $2 FOR SHARE`, [id, userId])).length === 1
+}
+
 const lockUserSessions = (sql: Sql, userId: string): Promise<unknown> => sql.query(`SELECT pg_advisory_xact_lock($1, hashtext($2))`, [USER_LOCK, userId])
 
 async function lockedUser(sql: Sql, id: string): Promise<UserRecord | undefined> {
@@ -397,15 +407,18 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
         await appendAuditTx(sql, audit)
         return true
       }),
-    updateUser: (id, change, audit = []) =>
+    updateUser: (id, change, audit = [], caller) =>
       db.tx(async (sql) => {
+        // the user's row first, then the session's, in the order a user's sessions ended take them
+        if (caller !== undefined && ((await lockedUser(sql, id)) === undefined || !(await callerHeld(sql, caller, id)))) return undefined
         const user = await updateUserTx(sql, id, change)
         if (user !== undefined) await appendAuditTx(sql, audit)
         return user
       }),
-    updateUserEndingSessions: (id, change, keep, audit = []) =>
+    updateUserEndingSessions: (id, change, keep, audit = [], caller) =>
       db.tx(async (sql) => {
         await lockUserSessions(sql, id)
+        if (caller !== undefined && ((await lockedUser(sql, id)) === undefined || !(await callerHeld(sql, caller, id)))) return undefined
         const user = await updateUserTx(sql, id, change)
         if (user === undefined) return undefined
         const ended = await deleteUserSessionsTx(sql, id, keep)
