@@ -15,6 +15,7 @@ import { AppError } from '../../src/errors.js'
 import type { ConsumeToken } from '../../src/store/rate-limit.js'
 import type { Store, UserRecord } from '../../src/store/store.js'
 import { openTestStore, testConfig } from '../helpers/app.js'
+import { session } from '../helpers/records.js'
 
 const T0 = Date.UTC(2025, 4, 1, 12, 0, 10)
 const PASSWORD = 'lantern-orchard-41'
@@ -49,6 +50,8 @@ async function setup(t: Test, opts: { on?: boolean; hasher?: PasswordHasher; env
   const ann: UserRecord = { id: 'u-ann', email: opts.email ?? 'ann@example.com', passwordHash: HASH, createdAt: T0, updatedAt: T0, disabled: false }
   if (opts.on === true) ann.mfa = { secret: SECRET, enabledAt: T0 - 1000, lastStep: 5, recoveryCodes: OLD.hashes }
   await real.createUser(ann)
+  // the calling session: the service's writes go ahead only while it is stored
+  await real.createSession(session('s-calling', ann.id))
   const s = { who: { user: { id: ann.id, email: ann.email, mfaEnabled: opts.on === true }, sessionId: 's-calling' }, charges: [], actions: [], limited: [], refused: [], logs: [], clock: { now: T0 } } as unknown as Setup
   s.store = new Proxy(real, {
     get: (target, name) =>
