@@ -433,10 +433,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   }
   // inside a write transaction: the user's record replaced by `change(current)`, with its email
   // index and the hash tally kept in step
-  const updateUserTx = (id: string, change: (user: UserRecord) => UserRecord): UserRecord | undefined => {
+  /** the user after `change`, and whether it changed (`change` gave back the record it was given: nothing written) */
+  const updateUserTx = (id: string, change: (user: UserRecord) => UserRecord): { user: UserRecord; changed: boolean } | undefined => {
     const current = tooLong(id) ? undefined : users.get(id)
     if (current === undefined) return undefined
     const next = change(current)
+    if (next === current) return { user: current, changed: false }
     if (next.email !== current.email) {
       if (tooLong(next.email)) throw new AppError('KEY_TOO_LONG', { params: { what: 'email' } })
       if (emails.get(next.email) !== undefined) throw new AppError('STORE_EMAIL_TAKEN')
@@ -448,7 +450,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       tallyHash(next.passwordHash, 1)
     }
     users.put(id, next)
-    return next
+    return { user: next, changed: true }
   }
   const bumpKeysVersion = (): void => {
     meta.put('keys_version', counter('keys_version') + 1)
@@ -544,20 +546,21 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       durable(
         write((changed) => {
           if (caller !== undefined && !callerHeld(caller, id)) return undefined
-          const user = updateUserTx(id, change)
-          if (user !== undefined) changed(events)
-          return user
+          const r = updateUserTx(id, change)
+          // its events only when something changed (an admin enabling an enabled user: none)
+          if (r?.changed === true) changed(events)
+          return r?.user
         }),
       ),
     updateUserEndingSessions: (id, change, keep, events, caller) =>
       durable(
         write((changed) => {
           if (caller !== undefined && !callerHeld(caller, id)) return undefined
-          const user = updateUserTx(id, change)
-          if (user === undefined) return undefined
+          const r = updateUserTx(id, change)
+          if (r === undefined) return undefined
           const ended = deleteUserSessionsTx(id, keep)
-          changed(events)
-          return { user, ended }
+          if (r.changed || ended > 0) changed(events)
+          return { user: r.user, ended }
         }),
       ),
     deleteUser: (id, events) =>

@@ -110,7 +110,7 @@ t.test('every kind of write moves the version, and reads do not', async (t) => {
     ['updateSession', (s) => s.updateSession('s2', (found) => ({ ...found, lastUsedAt: 6 }))],
     ['sweepSessions', (s) => s.sweepSessions(['s2'], () => 'delete')],
     ['finishMfaStep', (s) => s.finishMfaStep({ id: 'm1', expiresAt: 10 }, 'u1', 1, (u) => ({ action: 'use', user: u!, result: 0 }))],
-    ['updateUserEndingSessions', (s) => s.updateUserEndingSessions('u1', (u) => u, 's1')],
+    ['updateUserEndingSessions', (s) => s.updateUserEndingSessions('u1', (u) => ({ ...u, updatedAt: 7 }), 's1')],
     ['revokeSession', (s) => s.revokeSession('s1')],
     ['revokeUserSessions', (s) => s.revokeUserSessions('u2')],
     ['createSession again', (s) => s.createSession(session('s4', 'u1'))],
@@ -159,6 +159,8 @@ t.test('writes that change nothing leave the version', async (t) => {
   const before = await version(store)
   await store.createUser(user('u2', 'ann@example.com'))
   await store.updateUser('nobody', (u) => u)
+  await store.updateUser('u1', (u) => u, [failure])
+  await store.updateUserEndingSessions('u1', (u) => u, 'none', [failure])
   await store.revokeSession('nope')
   await store.revokeUserSessions('u1')
   await store.deleteKey('nope')

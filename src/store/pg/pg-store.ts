@@ -231,13 +231,15 @@ async function putUserTx(sql: Sql, current: UserRecord | undefined, next: UserRe
   }
 }
 
-async function updateUserTx(sql: Sql, id: string, change: (user: UserRecord) => UserRecord): Promise<UserRecord | undefined> {
+/** the user after `change`, and whether it changed (`change` gave back the record it was given: nothing written) */
+async function updateUserTx(sql: Sql, id: string, change: (user: UserRecord) => UserRecord): Promise<{ user: UserRecord; changed: boolean } | undefined> {
   const current = await lockedUser(sql, id)
   if (current === undefined) return undefined
   const next = change(current)
+  if (next === current) return { user: current, changed: false }
   const stored = next.id === id ? next : { ...next, id }
   await putUserTx(sql, current, stored)
-  return stored
+  return { user: stored, changed: true }
 }
 
 /** deletes the sessions of `userId` (but `keep`), locking them in id order; how many */
@@ -411,19 +413,20 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       db.tx(async (sql) => {
         // the user's row first, then the session's, in the order a user's sessions ended take them
         if (caller !== undefined && ((await lockedUser(sql, id)) === undefined || !(await callerHeld(sql, caller, id)))) return undefined
-        const user = await updateUserTx(sql, id, change)
-        if (user !== undefined) await appendAuditTx(sql, audit)
-        return user
+        const r = await updateUserTx(sql, id, change)
+        // its events only when something changed (an admin enabling an enabled user: none)
+        if (r?.changed === true) await appendAuditTx(sql, audit)
+        return r?.user
       }),
     updateUserEndingSessions: (id, change, keep, audit = [], caller) =>
       db.tx(async (sql) => {
         await lockUserSessions(sql, id)
         if (caller !== undefined && ((await lockedUser(sql, id)) === undefined || !(await callerHeld(sql, caller, id)))) return undefined
-        const user = await updateUserTx(sql, id, change)
-        if (user === undefined) return undefined
+        const r = await updateUserTx(sql, id, change)
+        if (r === undefined) return undefined
         const ended = await deleteUserSessionsTx(sql, id, keep)
-        await appendAuditTx(sql, audit)
-        return { user, ended }
+        if (r.changed || ended > 0) await appendAuditTx(sql, audit)
+        return { user: r.user, ended }
       }),
     deleteUser: (id, audit = []) =>
       db.tx(async (sql) => {
