@@ -13,7 +13,23 @@ export const id = 'hygiene'
 export const title = 'Log hygiene'
 
 const JWT_SHAPE = /[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g
-const REFRESH_SHAPE = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g
+/** a refresh token's secret part (`<family>.<secret>`, 22 and 43 characters), alone or after its family */
+const REFRESH_SECRET_SHAPE = /(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g
+
+/**
+ * How many times a refresh token of `tokens` (whole, as handed out) shows in `text`: whole, or its
+ * secret part alone (the part that lets whoever holds it refresh). Exported for its test.
+ */
+export function refreshLeaks(text, tokens) {
+  const secretParts = new Set()
+  for (const t of tokens) {
+    const dot = t.indexOf('.')
+    if (dot !== -1) secretParts.add(t.slice(dot + 1))
+  }
+  let n = 0
+  for (const m of text.matchAll(REFRESH_SECRET_SHAPE)) if (secretParts.has(m[0])) n++
+  return n
+}
 
 /**
  * A TOTP code as a value in a log line: six digits right after a quote, = or :, and no digit
@@ -55,12 +71,9 @@ export async function run({ say }) {
         if (where.length < 5) where.push(`${file}: an access token`)
       }
     }
-    for (const m of text.matchAll(REFRESH_SHAPE)) {
-      if (secrets.refresh.has(m[0])) {
-        refresh++
-        if (where.length < 5) where.push(`${file}: a refresh token`)
-      }
-    }
+    const r = refreshLeaks(text, secrets.refresh)
+    refresh += r
+    if (r > 0 && where.length < 5) where.push(`${file}: a refresh token ×${r}`)
     for (const m of text.matchAll(CODE_SHAPE)) {
       if (secrets.totpCodes.has(m[0])) {
         mfa['a TOTP code']++
