@@ -638,7 +638,10 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // that never came (a timeout, a 503) leaves neither, and the same register can be sent
       // again. The uniqueness check that counts is this one, inside that write.
       const { session, refreshToken } = newSession(user, client, AMR_PASSWORD, now)
+      // the keys read before the write, not beside it: a failure of it (the database out of
+      // reach) answered after the write would leave the account behind a 503
       const keys = readKeys()
+      await keys
       if (!(await store.createUser(user, [apiDraft('register', client, { at: now, userId: user.id, email, sessionId: session.id })], session))) {
         events.register('conflict')
         throw new AppError('EMAIL_TAKEN')

@@ -292,3 +292,25 @@ t.test('a register whose session cannot be written leaves no account behind: 503
   const user = await real.getUserByEmail('ada@example.com')
   t.equal(await real.countSessions(user!.id), 1, 'with its one session')
 })
+
+t.test('a register whose keys read fails (the database out of reach) answers 503 before writing anything: the same register sent again succeeds', async (t) => {
+  const dir = t.testdir()
+  const real = await openTestStore(t, dir)
+  let failKeys = false
+  const store: Store = {
+    ...real,
+    keysVersion: async () => {
+      if (failKeys) {
+        failKeys = false
+        throw new AppError('STORE_UNAVAILABLE')
+      }
+      return real.keysVersion()
+    },
+  }
+  const app = await buildApp(t, { dir, store })
+  failKeys = true
+  const first = await register(app, { email: 'ada@example.com', password: PASSWORD })
+  t.equal(first.status, 503)
+  t.equal(await real.getUserByEmail('ada@example.com'), undefined, 'nothing written')
+  t.equal((await register(app, { email: 'ada@example.com', password: PASSWORD })).status, 201, 'sent again, it succeeds')
+})
