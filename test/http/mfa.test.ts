@@ -352,6 +352,25 @@ t.test('a wrong password at disable counts as a failed login: the login limits a
   t.equal((await login(a, 'ann@example.com')).status, 429, 'and the login itself is limited')
 })
 
+t.test("disable and recovery-codes from the user's own browser (its device cookie) are counted per device, as at login: per_email spent by others does not stop them", async (t) => {
+  const a = await app(t, { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '3/1h' })
+  const { token } = await withFactor(a, 'ann@example.com')
+  // the user's browser: a device cookie of this user, from a sign-in with both steps
+  const first = await login(a, 'ann@example.com', PASSWORD, { 'x-forwarded-for': '198.51.100.1' })
+  const secret = (await a.store.getUserByEmail('ann@example.com'))!.mfa!.secret
+  const step = await call(a, 'POST', '/api/auth/login/mfa', { json: { mfaToken: first.body.data.mfaToken, code: codeAt(secret, stepAt(a.clock.at)) }, headers: { 'x-forwarded-for': '198.51.100.1' } })
+  t.equal(step.status, 200)
+  const device = cookies(step).find((c) => c.startsWith(`${DEVICE}=`))!.split(';')[0]!
+  // someone else spends per_email for this email, from three addresses
+  for (let i = 0; i < 3; i++) t.equal((await login(a, 'ann@example.com', 'wrong password here', { 'x-forwarded-for': `203.0.113.${i}` })).status, 401)
+  t.equal((await login(a, 'ann@example.com', PASSWORD, { 'x-forwarded-for': '203.0.113.9' })).status, 429, 'per_email is spent')
+  const headers = { ...bearer(token), cookie: device, 'x-forwarded-for': '198.51.100.1' }
+  const codes = await call(a, 'POST', '/api/auth/mfa/recovery-codes', { headers, json: { password: PASSWORD } })
+  t.equal(codes.status, 200, 'recovery-codes from the browser with its device cookie')
+  const off = await call(a, 'POST', '/api/auth/mfa/totp/disable', { headers, json: { password: PASSWORD } })
+  t.equal(off.status, 200, 'disable from the browser with its device cookie')
+})
+
 t.test('recovery-codes: 409 when off, 403 for a wrong password, then ten new codes and the old ones void', async (t) => {
   const a = await app(t)
   await addUser(a, 'bob@example.com', PASSWORD)

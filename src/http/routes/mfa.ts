@@ -21,14 +21,15 @@ export function mfaRoutes(c: RouteContext): Routes {
     '/api/auth/mfa/totp/disable': {
       POST: async (x) => {
         const who = await c.who(x)
-        await mfa.disable(who, await c.body(x), x.client())
+        // the device cookie counts as at login: a wrong password is a failed login of this device
+        await mfa.disable(who, await c.body(x), c.withDevices(x))
         reply.ok(x, 200, {})
       },
     },
     '/api/auth/mfa/recovery-codes': {
       POST: async (x) => {
         const who = await c.who(x)
-        reply.ok(x, 200, await mfa.newRecoveryCodes(who, await c.body(x), x.client()))
+        reply.ok(x, 200, await mfa.newRecoveryCodes(who, await c.body(x), c.withDevices(x)))
       },
     },
   }
