@@ -102,7 +102,10 @@ export function describeNetworkError(err: unknown, timeoutMs: number, url: strin
   const e = err as { code?: string; message?: string; cause?: { code?: string } }
   const code = e.code ?? e.cause?.code
   if (code === 'ECONNREFUSED') return `connection refused at ${url} (is authd running at this URL?)`
-  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') return `no response within ${timeoutMs} ms`
+  // undici's own timeouts, and the deadline of the whole request (AbortSignal.timeout)
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || (err as { name?: string } | null)?.name === 'TimeoutError') {
+    return `no response within ${timeoutMs} ms`
+  }
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
     let host = url
     try {
@@ -139,6 +142,8 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
     const res = await request(base + path, {
       method,
       dispatcher: agent as Dispatcher,
+      // the whole request, its body read included: a server that trickles bytes is given up too
+      signal: AbortSignal.timeout(timeoutMs),
       headers: json === undefined ? headers : { ...headers, 'content-type': 'application/json' },
       body: json === undefined ? undefined : JSON.stringify(json),
     })
@@ -249,6 +254,10 @@ export async function runSmoke(opts: SmokeOptions): Promise<SmokeResult> {
       steps.push(step)
       opts.onStep?.(step)
     }
+    // A run that stopped after its login leaves that session live: signed out here, as the
+    // logout step would have, whatever the daemon answers (nothing is reported of it).
+    const loggedOut = steps.some((s) => s.name === 'logout' && s.outcome === 'passed')
+    if (!loggedOut && jar.size > 0) await send('POST', '/api/auth/logout', { cookie: jar.header() }).catch(() => {})
   } finally {
     await agent.close()
   }

@@ -205,3 +205,49 @@ t.test('an https URL for a plain-HTTP port: one line that says TLS failed, not O
   t.notMatch(error, /\n/, 'one line')
   t.equal(describeNetworkError(new Error('first line\n  second line'), 5000, url), `request to ${url} failed: first line`, "a message's first line")
 })
+
+t.test('a run that fails after its login signs that session out: the login cookie is sent to logout once, and nothing of it is reported', async (t) => {
+  const logouts: string[] = []
+  const url = await fakeAuthd(t, (path, req) => {
+    if (path === '/api/auth/logout') logouts.push(req.headers.cookie ?? '')
+    return path === '/api/auth/me' ? [500, { success: false, message: 'Internal server error' }] : undefined
+  })
+  const r = await runSmoke({ url, email: EMAIL, password: 'pw' })
+  t.equal(r.failedStep, 'me')
+  t.same(summary(r).map(([name, , outcome]) => [name, outcome]), [
+    ['login', 'passed'],
+    ['me', 'failed'],
+    ['refresh', 'skipped'],
+    ['me_refreshed', 'skipped'],
+    ['logout', 'skipped'],
+    ['refresh_after_logout', 'skipped'],
+  ])
+  t.same(logouts, ['rt=r1'], "the login's session signed out")
+  // the double does not end sessions: the last step fails, after the logout step passed
+  const late = await runSmoke({ url: await fakeAuthd(t, (path, req) => (path === '/api/auth/logout' ? (logouts.push(req.headers.cookie ?? ''), undefined) : undefined)), email: EMAIL, password: 'pw' })
+  t.equal(late.failedStep, 'refresh_after_logout')
+  t.equal(logouts.length, 2, 'a run whose logout step passed signs out once, in that step')
+})
+
+t.test('--timeout bounds the whole request: a server that trickles its body is given up after it', async (t) => {
+  const trickle = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.write('{"success":true,')
+    // a byte every 50 ms, for far longer than the timeout: each gap is inside undici's own timeouts
+    const timer = setInterval(() => res.write(' '), 50)
+    res.on('close', () => clearInterval(timer))
+    setTimeout(() => {
+      clearInterval(timer)
+      res.end('"data":{}}')
+    }, 5000).unref()
+  })
+  await new Promise<void>((r) => trickle.listen(0, '127.0.0.1', r))
+  t.teardown(() => {
+    trickle.closeAllConnections()
+    return new Promise<void>((r) => trickle.close(() => r()))
+  })
+  const started = performance.now()
+  const r = await runSmoke({ url: `http://127.0.0.1:${(trickle.address() as AddressInfo).port}`, email: EMAIL, password: 'pw', timeoutMs: 300 })
+  t.match(r.steps[0], { name: 'login', status: null, outcome: 'failed', error: 'no response within 300 ms' })
+  t.ok(performance.now() - started < 2000, `given up well before the body ended (${Math.round(performance.now() - started)} ms)`)
+})
