@@ -576,7 +576,7 @@ export async function run({ scale, dir, say }) {
   say(`fuzz: /me before: p99 ${round(before.p99, 2)} ms, twin ${round(before.twinP99, 2)} ms (p50 ${round(before.p50, 2)} / ${round(before.twinP50, 2)}); RSS ${mb(rssBefore)} MB`)
 
   const ctx = { token: a.accessToken, attacks, deadRefresh: b.refreshToken }
-  const tally = { sent: 0, byStatus: {}, fivexx: [], envelope: [], closed: 0, errors: [], accepted: [], not401: 0, byCategory: {}, closedBy: {}, connect: 0, not401By: {} }
+  const tally = { sent: 0, byStatus: {}, fivexx: [], envelope: [], closed: 0, closedOther: [], errors: [], accepted: [], not401: 0, byCategory: {}, closedBy: {}, connect: 0, not401By: {} }
   const t0 = performance.now()
   await pool(cfg.requests, CONCURRENCY, async (i) => {
     const gen = GENERATORS[i % GENERATORS.length]
@@ -597,6 +597,7 @@ export async function run({ scale, dir, say }) {
     if (res.status === null) {
       tally.closed++
       tally.closedBy[gen.name] = (tally.closedBy[gen.name] ?? 0) + 1
+      if (spec.method !== 'CONNECT') tally.closedOther.push(`${gen.name} ${spec.method} ${spec.path.slice(0, 40)}`)
       return
     }
     tally.byStatus[res.status] = (tally.byStatus[res.status] ?? 0) + 1
@@ -621,6 +622,7 @@ export async function run({ scale, dir, say }) {
   }
   say(`fuzz: token attacks answered other than 401: ${JSON.stringify(tally.not401By)}`)
   say(`fuzz: ${tally.sent} requests in ${round(fuzzSeconds, 1)} s; statuses ${JSON.stringify(tally.byStatus)}; closed without answer ${tally.closed} ${JSON.stringify(tally.closedBy)}`)
+  for (const c of tally.closedOther.slice(0, 5)) say(`fuzz: ✗ closed without an answer: ${c}`)
 
   await sleep(1000)
   const after = await meLatency(target, twin, cfg.meSamples)
@@ -652,7 +654,8 @@ export async function run({ scale, dir, say }) {
       info('named token attacks', attacks.length),
       info('attacks not 401', tally.not401),
       info('/me p99', `${round(before.p99, 2)}→${round(after.p99, 2)} ms, twin ${round(before.twinP99, 2)}→${round(after.twinP99, 2)} ms`),
-      // Node closes a CONNECT it has no handler for without a word; anything else should be answered
+      // Node closes a CONNECT it has no handler for without a word; anything else is answered
+      check('closed unanswered, not CONNECT', tally.closedOther.length, '=', 0),
       info('closed unanswered', `${tally.closed} (CONNECT sent ${tally.connect})`),
     ],
     extra: { byStatus: tally.byStatus, closed: tally.closed, attacks: attacks.length, byCategory: tally.byCategory, used: used.status },
