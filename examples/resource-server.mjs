@@ -22,6 +22,9 @@
  *   JWKS_COOLDOWN_MS   after a fetch, how long an unknown `kid` waits before the JWKS is fetched
  *                      again (default 5000): a rotated-in key is picked up within this time, and a
  *                      flood of made-up kids costs authd at most one request per interval
+ *   JWKS_MAX_AGE_MS    how long the fetched keys are trusted before they are fetched again (default
+ *                      60000): a key revoked with `authctl keys revoke` stops verifying here
+ *                      within this time (a token naming a kid already known triggers no fetch)
  *
  * Offline verification cannot see a logout or a revoked session before the token expires
  * (tokens.access_ttl, 15 minutes by default); call authd's GET /api/auth/me where that matters.
@@ -52,9 +55,11 @@ const hasSecondFactor = (claims) => Array.isArray(claims.amr) && claims.amr.incl
 
 // Keys are fetched on first use, cached, and fetched again when a token names an unknown kid
 // (a rotation): tokens signed by the previous key keep verifying while it is still in the JWKS.
+// They are also fetched again once older than JWKS_MAX_AGE_MS: that is what ends a revoked key
+// here, since its tokens name a kid already known.
 const keys = createRemoteJWKSet(new URL('/.well-known/jwks.json', authdUrl), {
   cooldownDuration: Number(env.JWKS_COOLDOWN_MS ?? 5000),
-  cacheMaxAge: 10 * 60_000,
+  cacheMaxAge: Number(env.JWKS_MAX_AGE_MS ?? 60_000),
 })
 
 /** The token's claims, or null for any token that must not be trusted. */

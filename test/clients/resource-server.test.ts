@@ -238,6 +238,24 @@ t.test('with REQUIRE_MFA=1 the example accepts only tokens whose amr includes mf
   t.match((bad as { stderr: string }).stderr, /REQUIRE_MFA must be 1 or 0 \(got "yes"\)/)
 })
 
+t.test('a key revoked with authctl stops verifying at the example once its key cache is older than JWKS_MAX_AGE_MS', async (t) => {
+  const dir = join(t.testdir(), 'data')
+  const authd = await spawnDaemon(t, dir)
+  const reg = await call(authd.url, 'POST', '/api/auth/register', { json: { email: 'rev@example.com', password: 'correct horse battery staple' } })
+  t.equal(reg.status, 201)
+  const token = reg.body.data.accessToken as string
+  const MAX_AGE_MS = 1500
+  const rs = await startResourceServer(t, authd.url, { JWKS_MAX_AGE_MS: String(MAX_AGE_MS) })
+  const get = (): Promise<Reply> => call(rs.url, 'GET', '/', bearer(token))
+  t.equal((await get()).status, 200, 'verified (the keys fetched now)')
+  const revoked = await run(process.execPath, [AUTHCTL_BIN, 'keys', 'revoke', kidOf(token), '--yes', '--data', dir], { timeout: 30_000, env: { PATH: process.env.PATH } })
+  t.equal(revoked.stderr, '', 'authctl keys revoke succeeded')
+  t.equal((await call(authd.url, 'GET', '/api/auth/me', bearer(token))).status, 401, 'authd itself refuses it at once')
+  await sleep(MAX_AGE_MS + 300)
+  const after = await get()
+  t.same([after.status, after.body], [401, { success: false, message: 'Invalid or expired access token' }], 'the example refuses it once its keys were fetched again')
+})
+
 t.test('the example refuses to start without AUTHD_URL', async (t) => {
   const r = await run(process.execPath, [EXAMPLE], { env: { PATH: process.env.PATH }, timeout: 10_000 }).catch((e: { code: number; stderr: string }) => e)
   t.equal((r as { code: number }).code, 2)
