@@ -116,7 +116,7 @@ export interface Admin {
    * recovery codes and any unconfirmed setup go in one write, and the user signs in with the
    * password alone. `wasEnabled` says whether a factor was on. Sessions are left alone.
    */
-  resetMfa(ref: string): Promise<{ user: UserSummary; wasEnabled: boolean }>
+  resetMfa(ref: string): Promise<{ user: UserSummary; wasEnabled: boolean; setupRemoved: boolean }>
 
   /** live sessions, newest first; of one user if `userRef` is given */
   listSessions(userRef?: string): Promise<SessionSummary[]>
@@ -419,17 +419,20 @@ export function createAdmin(deps: AdminDeps): Admin {
     async resetMfa(ref) {
       const user = await resolveUser(ref)
       let wasEnabled = false
+      // a set-up not yet confirmed, removed (the factor itself was not on)
+      let setupRemoved = false
       // filled inside the write (the store reads it after the change ran): whether a factor was on
       const events: AuditDraft[] = []
       const next = await updateUser(user, (u) => {
         // read inside the write: a confirmation racing with this is either undone or not yet made
         wasEnabled = u.mfa !== undefined
+        setupRemoved = !wasEnabled && u.mfaSetup !== undefined
         events.splice(0, events.length, ...audit('admin.user.mfa_reset', { ...ofUser(u), detail: { wasEnabled } }))
         if (u.mfa === undefined && u.mfaSetup === undefined) return u
         const { mfa: _mfa, mfaSetup: _setup, ...rest } = u
         return { ...rest, updatedAt: now() }
       }, events)
-      return { user: await summary(next), wasEnabled }
+      return { user: await summary(next), wasEnabled, setupRemoved }
     },
 
     async listSessions(userRef) {

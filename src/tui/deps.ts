@@ -128,8 +128,11 @@ export interface TuiDeps {
   setDisabled(userId: string, disabled: boolean): Promise<number>
   /** deletes the user and its sessions */
   removeUser(userId: string): Promise<void>
-  /** as `authctl user mfa reset`: the second factor and its recovery codes go; resolves to whether one was on */
-  resetMfa(userId: string): Promise<boolean>
+  /**
+   * as `authctl user mfa reset`: the second factor and its recovery codes go; resolves to whether
+   * one was on, and whether only a set-up not yet confirmed was removed
+   */
+  resetMfa(userId: string): Promise<{ wasEnabled: boolean; setupRemoved: boolean }>
 
   revokeSession(sessionId: string): Promise<void>
   /** resolves to how many sessions were revoked */

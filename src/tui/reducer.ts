@@ -401,7 +401,13 @@ function finishTask(state: State, id: number, result: TaskResult): State {
     case 'removeUser':
       return done(`Deleted ${task.email}.`)
     case 'resetMfa':
-      return done(result.wasEnabled === false ? `${task.email} had no second factor; nothing to reset.` : `Reset the second factor of ${task.email}; the password alone signs in.`)
+      return done(
+        result.wasEnabled !== false
+          ? `Reset the second factor of ${task.email}; the password alone signs in.`
+          : result.setupRemoved === true
+            ? `${task.email} had no second factor; removed the set-up not yet confirmed.`
+            : `${task.email} had no second factor; nothing to reset.`,
+      )
     case 'revokeSession':
       return done(`Revoked a session of ${task.email}.`)
     case 'revokeUserSessions':

@@ -73,6 +73,8 @@ export interface TaskResult {
   passed?: boolean
   /** resetMfa: whether a second factor was on */
   wasEnabled?: boolean
+  /** resetMfa: whether only a set-up not yet confirmed was removed */
+  setupRemoved?: boolean
 }
 
 export interface Confirm {

@@ -122,7 +122,10 @@ export function createStoreTuiDeps(opts: StoreTuiDepsOptions): TuiDeps {
     removeUser: async (userId) => {
       await admin.removeUser(userId)
     },
-    resetMfa: async (userId) => (await admin.resetMfa(userId)).wasEnabled,
+    resetMfa: async (userId) => {
+      const r = await admin.resetMfa(userId)
+      return { wasEnabled: r.wasEnabled, setupRemoved: r.setupRemoved }
+    },
 
     revokeSession: async (sessionId) => {
       await admin.revokeSession(sessionId)

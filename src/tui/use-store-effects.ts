@@ -129,7 +129,7 @@ async function run(deps: TuiDeps, { id, task }: RunningTask, dispatch: Dispatch<
       await deps.removeUser(task.userId)
       return {}
     case 'resetMfa':
-      return { wasEnabled: await deps.resetMfa(task.userId) }
+      return await deps.resetMfa(task.userId)
     case 'revokeSession':
       await deps.revokeSession(task.sessionId)
       return {}

@@ -297,13 +297,21 @@ t.test('user mfa reset turns the factor off after asking, and refuses without --
 
   const again = await ctl(['user', 'mfa', 'reset', ann.id, '--yes', '--json'])
   t.equal(again.code, 0)
-  t.same(again.json(), { user: { ...ann, updatedAt: again.json().user.updatedAt }, wasEnabled: false })
+  t.same(again.json(), { user: { ...ann, updatedAt: again.json().user.updatedAt }, wasEnabled: false, setupRemoved: false })
   const plain = await ctl(['user', 'mfa', 'reset', ann.id, '--yes'])
   t.equal(plain.stdout, `ann@example.com (${ann.id}) had no second factor; nothing to reset.\n`)
 
+  // only a set-up not yet confirmed: removed, and said so
+  const store = await openTestStore(null, dir)
+  await store.updateUser(ann.id, (u) => ({ ...u, mfaSetup: { secret: 'KRSXG5CTMVRXEZLUKRSXG5CTMVRXEZLU', createdAt: Date.now() } }))
+  await store.close()
+  const setup = await ctl(['user', 'mfa', 'reset', ann.id, '--yes'])
+  t.equal(setup.stdout, `ann@example.com (${ann.id}) had no second factor; removed the set-up not yet confirmed.\n`)
+  t.equal((await storedUser(dir, 'ann@example.com')).mfaSetup, undefined, 'the set-up is gone')
+
   await withFactor(dir, 'ann@example.com')
   const json = await ctl(['user', 'mfa', 'reset', ann.id, '--yes', '--json'])
-  t.match(json.json(), { user: { id: ann.id, mfaEnabled: false }, wasEnabled: true })
+  t.match(json.json(), { user: { id: ann.id, mfaEnabled: false }, wasEnabled: true, setupRemoved: false })
   t.notMatch(json.stdout, SECRET)
 })
 

@@ -132,7 +132,7 @@ export function fakeDeps(init: Partial<Snapshot> = {}): FakeDeps {
       called('resetMfa', userId)
       const was = d.users.find((u) => u.id === userId)?.mfaEnabled === true
       d.users = d.users.map((u) => (u.id === userId ? { ...u, mfaEnabled: false } : u))
-      return was
+      return { wasEnabled: was, setupRemoved: false }
     },
     async revokeSession(sessionId) {
       called('revokeSession', sessionId)

@@ -225,6 +225,8 @@ t.test('m resets the second factor only after y; a user without one gets a notic
   // turned off elsewhere between the read and the yes
   s = done(press(start({ users: [{ ...alice, mfaEnabled: true }] }), 'm', 'y'), { wasEnabled: false })
   t.equal(s.notice?.text, 'alice@example.com had no second factor; nothing to reset.')
+  s = done(press(start({ users: [{ ...alice, mfaEnabled: true }] }), 'm', 'y'), { wasEnabled: false, setupRemoved: true })
+  t.equal(s.notice?.text, 'alice@example.com had no second factor; removed the set-up not yet confirmed.')
 
   s = press(start(), 'm')
   t.equal(s.confirm, null)

@@ -115,17 +115,19 @@ export const userRmView = (d: { removed: UserDoc; revokedSessions: number }): Vi
   lines: [`Deleted ${d.removed.email} (${d.removed.id}) and ${plural(d.revokedSessions, 'session')}.`],
 })
 
-export async function userMfaReset(deps: StoreDeps, args: { ref: string; yes: boolean }): Promise<{ user: UserDoc; wasEnabled: boolean }> {
+export async function userMfaReset(deps: StoreDeps, args: { ref: string; yes: boolean }): Promise<{ user: UserDoc; wasEnabled: boolean; setupRemoved: boolean }> {
   // an unknown user is reported before anything is asked
   const user = await deps.admin.showUser(args.ref)
   await deps.confirm(`reset the second factor of ${user.email} (${user.id}), so that the password alone signs in`, args.yes)
   const r = await deps.admin.resetMfa(user.id)
-  return { user: userDoc(r.user), wasEnabled: r.wasEnabled }
+  return { user: userDoc(r.user), wasEnabled: r.wasEnabled, setupRemoved: r.setupRemoved }
 }
-export const userMfaResetView = (d: { user: UserDoc; wasEnabled: boolean }): View => ({
+export const userMfaResetView = (d: { user: UserDoc; wasEnabled: boolean; setupRemoved: boolean }): View => ({
   lines: [
     d.wasEnabled
       ? `Reset the second factor of ${d.user.email} (${d.user.id}); its recovery codes are void and the password alone signs in.`
-      : `${d.user.email} (${d.user.id}) had no second factor; nothing to reset.`,
+      : d.setupRemoved
+        ? `${d.user.email} (${d.user.id}) had no second factor; removed the set-up not yet confirmed.`
+        : `${d.user.email} (${d.user.id}) had no second factor; nothing to reset.`,
   ],
 })
