@@ -157,7 +157,7 @@ t.test('export never writes over an existing file', async (t) => {
   t.equal(missing.stderr, `authctl: Directory ${join(dir, 'no', 'such')} does not exist.\n`)
   const relative = await ctl(['export', 'relative.export'])
   t.equal(relative.code, 0, 'a relative name is taken from the working directory')
-  t.match(relative.stdout, `Exported the store to ${join(dir, 'relative.export')}: 1 users, 0 sessions, `)
+  t.match(relative.stdout, `Exported the store to ${join(dir, 'relative.export')}: 1 user, 0 sessions, `)
   t.equal((await ctl(['export'])).code, 2, 'the file is required')
   // a name ending in a slash names a directory: no file is made under the name without it
   const slashed = await ctl(['export', 'out/'])

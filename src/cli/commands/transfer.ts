@@ -14,6 +14,9 @@ import { fileError } from '../file-errors.js'
 import { readImport } from '../../store/import-records.js'
 import type { ExportRecord, ImportCounts } from '../../store/store.js'
 
+/** `1 key`, `2 keys` */
+const count = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`
+
 export interface ExportDoc {
   /** absolute path of the file written */
   file: string
@@ -41,7 +44,7 @@ export async function exportStore(deps: StoreDeps, args: { file: string }): Prom
 
 export const exportView = (d: ExportDoc): View => ({
   lines: [
-    `Exported the store to ${d.file}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys, ${d.auditEvents} audit events (${d.bytes} bytes).`,
+    `Exported the store to ${d.file}: ${count(d.users, 'user')}, ${count(d.sessions, 'session')}, ${count(d.keys, 'key')}, ${count(d.auditEvents, 'audit event')} (${d.bytes} bytes).`,
     'It holds password hashes, private keys and second-factor secrets: keep it as private as the store.',
   ],
 })
@@ -115,7 +118,7 @@ export async function importStore(
 
 export const importView = (d: ImportDoc): View => ({
   lines: [
-    `Imported ${d.file} into ${d.store}: ${d.users} users, ${d.sessions} sessions, ${d.keys} keys.`,
+    `Imported ${d.file} into ${d.store}: ${count(d.users, 'user')}, ${count(d.sessions, 'session')}, ${count(d.keys, 'key')}.`,
     ...(d.replacedAuditEvents === 0
       ? []
       : [`The store's own ${d.replacedAuditEvents === 1 ? 'audit event (from before the import) was' : `${d.replacedAuditEvents} audit events (from before the import) were`} replaced by the export's log; its admin.import event says so.`]),
