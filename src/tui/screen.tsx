@@ -20,7 +20,9 @@ export const WIDTH = 79
 
 function Header(props: { state: State; storeLabel: string }) {
   const s = props.state.snapshot
-  const counts = s === null ? 'reading…' : [plural(s.users.length, 'user'), plural(s.sessions.length, 'session'), plural(s.keys.length, 'key')].join(' · ')
+  // every live session of the store (each user's count), not the Sessions view's filtered list
+  const sessions = s === null ? 0 : s.users.reduce((n, u) => n + u.sessions, 0)
+  const counts = s === null ? 'reading…' : [plural(s.users.length, 'user'), plural(sessions, 'session'), plural(s.keys.length, 'key')].join(' · ')
   return (
     <Box width={WIDTH} justifyContent="space-between">
       <Box flexShrink={1} paddingRight={2}>

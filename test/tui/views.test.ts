@@ -252,6 +252,7 @@ t.test('Users: s shows the sessions of the selected user, and of no user whose e
   await ui.press('s')
   let f = await ui.waitFor(/^ {2}2 sessions of alice@example\.com$/m)
   t.match(f, /\[2 Sessions\]/)
+  t.match(f.split('\n')[0], /3 users · 3 sessions · 2 keys/, "the header counts the store's sessions, not the view's")
   t.notMatch(f, /malice@example\.com/, "not malice's session")
   // typed, the filter is a text to contain again
   await ui.press('/', KEY.backspace, 'm', KEY.enter)
