@@ -158,9 +158,10 @@ export interface Admin {
   /**
    * Deletes a key at once: tokens signed with it stop verifying (README, "Administer with authctl": key compromise).
    * The active key is first replaced by a new one (its algorithm, unless `algorithm` says
-   * otherwise), so the daemon always has a key to sign with; `active` is that new key.
+   * otherwise), so the daemon always has a key to sign with; `active` is that new key, and
+   * `replaced` the keys still next that its rotation removed.
    */
-  revokeKey(kid: string, opts?: { algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null }>
+  revokeKey(kid: string, opts?: { algorithm?: Algorithm }): Promise<{ revoked: KeySummary; active: KeySummary | null; replaced: KeySummary[] }>
 }
 
 /**
@@ -546,11 +547,12 @@ export function createAdmin(deps: AdminDeps): Admin {
       // never leave the daemon without a key to sign with: the active key goes with a replacement
       // that signs at once (a key still next is replaced by it too)
       let active: KeySummary | null = null
-      if (key.state === 'active') active = (await admin.rotateKey(opts.algorithm ?? key.alg, { now: true })).key
+      let replaced: KeySummary[] = []
+      if (key.state === 'active') ({ key: active, replaced } = await admin.rotateKey(opts.algorithm ?? key.alg, { now: true }))
       // as it stood when asked (not the retiring it turned into for the moment of its replacement)
       const revoked = keySummary(key)
       await store.deleteKey(key.kid, audit('admin.keys.revoke', { detail: { kid: key.kid, alg: key.alg } }))
-      return { revoked, active }
+      return { revoked, active, replaced }
     },
   }
   return admin

@@ -177,7 +177,9 @@ export function reducer(state: State, action: Action): State {
       const key = selectedKey(state)
       if (key === undefined) return state
       // a key gone since the list was read is refused before the question
-      const replaced = key.state === 'active' ? ' A new key replaces it first.' : ''
+      // a key still next goes with the active key's replacement: named in the question
+      const next = key.state === 'active' ? (state.snapshot?.keys ?? []).filter((k) => k.state === 'next').map((k) => k.kid) : []
+      const replaced = key.state === 'active' ? ` A new key replaces it first${next.length === 0 ? '' : `, and replaces the next key ${next.join(', ')}`}.` : ''
       const prompt = `Revoke key ${key.kid} (${key.state})? Tokens it signed stop verifying at once.${replaced}`
       return startTask(state, { kind: 'checkRevokeKey', kid: key.kid, prompt })
     }

@@ -64,6 +64,17 @@ t.test('keys list, rotate and revoke on a store, in table and JSON forms', async
   t.equal(text.code, 0)
   t.match(text.stdout, new RegExp(`^New active key \\S+ \\(RS256\\) signs from now on\\.\nRevoked key ${doc.active.kid}: tokens signed with it no longer verify\\.\n$`))
 
+  // a key still next goes with the active key's replacement: the question names it, the answer reports it
+  const next = (await ctl(['keys', 'rotate', '--algorithm', 'ES256', '--json'], { env: { AUTHD_TOKENS_KEY_LEAD: '10m' } })).json().key as { kid: string; state: string }
+  t.equal(next.state, 'next')
+  const activeNow = (await ctl(['keys', 'list', '--json'])).json().keys.find((k: { state: string }) => k.state === 'active') as { kid: string }
+  const asked = await ctl(['keys', 'revoke', activeNow.kid])
+  t.equal(asked.code, 2)
+  t.equal(asked.stderr, `authctl: Will not revoke key ${activeNow.kid} (the active key: a new key replaces it first, and replaces the next key ${next.kid}) without confirmation: pass --yes (standard input is not a terminal).\n`)
+  const withNext = await ctl(['keys', 'revoke', activeNow.kid, '--yes', '--json'])
+  t.match(withNext.json(), { revoked: { kid: activeNow.kid }, replaced: [{ kid: next.kid, state: 'next' }] })
+  t.notOk((await ctl(['keys', 'list', '--json'])).json().keys.some((k: { kid: string }) => k.kid === next.kid), 'the next key is gone')
+
   const bad = await ctl(['keys', 'rotate', '--algorithm', 'HS256'])
   t.equal(bad.code, 2)
   t.equal(bad.stderr, "authctl: Option '--algorithm <alg>' argument 'HS256' is invalid. Allowed choices are ES256, RS256.\n")

@@ -196,7 +196,7 @@ t.test('keys: a rotated key is next for tokens.key_lead, then signs by itself an
   t.same(fourth.replaced.map((k) => [k.kid, k.state]), [[third.key.kid, 'next']], 'and said so')
   t.same(third.replaced, [])
   t.equal((await admin.checkRevokeKey(fourth.key.kid)).state, 'next')
-  t.same(await admin.revokeKey(fourth.key.kid), { revoked: { ...(await admin.checkRevokeKey(second.key.kid)), kid: fourth.key.kid, alg: 'ES256', state: 'next', createdAt: fourth.key.createdAt, activatedAt: fourth.key.activatedAt }, active: null })
+  t.same(await admin.revokeKey(fourth.key.kid), { revoked: { ...(await admin.checkRevokeKey(second.key.kid)), kid: fourth.key.kid, alg: 'ES256', state: 'next', createdAt: fourth.key.createdAt, activatedAt: fourth.key.activatedAt }, active: null, replaced: [] })
   t.equal(await store.getKey(fourth.key.kid), undefined)
 })
 

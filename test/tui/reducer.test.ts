@@ -401,3 +401,10 @@ t.test('control characters in a paste never reach a field', async (t) => {
   const s = keyEvent(press(start(), 'a'), 'a\u0007b\u0085c\u001b', {})
   t.equal(s.form?.fields[0].value, 'abc')
 })
+
+t.test('keys: the question for the active key names a next key that its replacement replaces too', async (t) => {
+  let s = start({ keys: [key('kid-active'), key('kid-next', { state: 'next' })] })
+  s = press(s, '3', 'x')
+  s = done(s)
+  t.equal(s.confirm?.prompt, 'Revoke key kid-active (active)? Tokens it signed stop verifying at once. A new key replaces it first, and replaces the next key kid-next.')
+})

@@ -74,17 +74,20 @@ export const keysRotateView = (d: RotateDoc): View => ({
   ],
 })
 
-export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null }> {
+export async function keysRevoke(deps: StoreDeps, args: { kid: string; yes: boolean }): Promise<{ revoked: KeyDoc; active: KeyDoc | null; replaced: KeyDoc[] }> {
   const key = await deps.admin.checkRevokeKey(args.kid)
-  // tokens signed with the key stop verifying at once
-  const replace = key.state === 'active' ? ' (the active key: a new key replaces it first)' : ''
+  // tokens signed with the key stop verifying at once; the active key's replacement also
+  // replaces a key still next, which the question names
+  const next = key.state === 'active' ? (await deps.admin.listKeys()).filter((k) => k.state === 'next').map((k) => k.kid) : []
+  const replace = key.state === 'active' ? ` (the active key: a new key replaces it first${next.length === 0 ? '' : `, and replaces the next key ${next.join(', ')}`})` : ''
   await deps.confirm(`revoke key ${key.kid}${replace}`, args.yes)
   const r = await deps.admin.revokeKey(key.kid)
-  return { revoked: keyDoc(r.revoked), active: r.active === null ? null : keyDoc(r.active) }
+  return { revoked: keyDoc(r.revoked), active: r.active === null ? null : keyDoc(r.active), replaced: r.replaced.map(keyDoc) }
 }
-export const keysRevokeView = (d: { revoked: KeyDoc; active: KeyDoc | null }): View => ({
+export const keysRevokeView = (d: { revoked: KeyDoc; active: KeyDoc | null; replaced: KeyDoc[] }): View => ({
   lines: [
     ...(d.active === null ? [] : [`New active key ${d.active.kid} (${d.active.alg}) signs from now on.`]),
+    ...d.replaced.map((k) => `Key ${k.kid} (${k.alg}), which had not signed yet, was replaced by it.`),
     `Revoked key ${d.revoked.kid}: tokens signed with it no longer verify.`,
   ],
 })
