@@ -1,4 +1,7 @@
-/** `?`: every key of the current view and the global ones. Render only. */
+/**
+ * `?`: every key of the current view and the global ones. Render only. No blank rows: the Users
+ * view's keys and the global ones fill the 16 rows of the body at 80×24 exactly.
+ */
 import { Box, Text } from 'ink'
 import { GLOBAL_KEY_LABELS, VIEW_KEY_LABELS } from './keymap.js'
 import { VIEW_TITLES, type ViewName } from './state.js'
@@ -23,7 +26,6 @@ export function HelpView(props: { view: ViewName }) {
     <Box flexDirection="column">
       <Text bold>Keys: {VIEW_TITLES[props.view]}</Text>
       <KeyTable rows={VIEW_KEY_LABELS[props.view]} />
-      <Text> </Text>
       <Text bold>Keys: everywhere</Text>
       <KeyTable
         rows={[
@@ -35,7 +37,6 @@ export function HelpView(props: { view: ViewName }) {
           ['q Ctrl-C', 'quit'],
         ]}
       />
-      <Text> </Text>
       {props.view === 'audit' ? (
         <Text>New events come in at the top within a second; the list follows them while its first row is selected.</Text>
       ) : (

@@ -5,6 +5,7 @@
 import t from 'tap'
 import { fakeDeps, key, session, T0, user, type FakeDeps } from './fake-deps.js'
 import { flat, KEY, mount, sleep } from './mount.js'
+import { VIEW_KEY_LABELS } from '../../src/tui/keymap.js'
 
 const alice = user('alice@example.com', { mfaEnabled: true })
 const bob = user('bob@example.com', { disabled: true })
@@ -360,6 +361,10 @@ t.test('? shows the keys of the current view; Esc closes it', async (t) => {
   const users = await ui.waitFor('Keys: Users')
   t.match(users, /m\s+2FA off/, 'the reset of the second factor is listed')
   t.ok(users.split('\n').length <= 23 && users.split('\n').every((l) => [...l].length <= 80), 'the help fits 80×24')
+  // every row whole at the smallest size (regression: 18 rows in a body of 16, squeezed into each other)
+  for (const [k, what] of [...VIEW_KEY_LABELS.users, ['Esc', 'back, cancel'], ['q Ctrl-C', 'quit']]) {
+    t.match(users, new RegExp(`^ {2}${k!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +${what!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'), `${k}: ${what}`)
+  }
   await ui.press(KEY.esc, '3', '?')
   const f = await ui.waitFor('Keys: Keys')
   t.match(f, /r\s+rotate/)
