@@ -10,37 +10,19 @@ import t, { type Test } from 'tap'
 import { codeAt, stepAt } from '../../src/core/totp.js'
 import { addUser, buildApp, call, openTestStore, type Reply, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
+import { gatedStore, type Gate } from '../helpers/gated-store.js'
 
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'copper-lantern-58'
 const NEW_PASSWORD = 'violet-harbour-93'
 const ROOMY = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m' }
 
-async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => { reached: Promise<void>; release: () => void } }> {
+async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
   const dir = t.testdir()
   const store = await openTestStore(t, dir)
-  let gate: { reached: () => void; released: Promise<void> } | null = null
-  const wait = async (): Promise<void> => {
-    const g = gate
-    if (g === null) return
-    gate = null
-    g.reached()
-    await g.released
-  }
-  const gated: Store = {
-    ...store,
-    updateUser: async (...a) => (await wait(), store.updateUser(...a)),
-    updateUserEndingSessions: async (...a) => (await wait(), store.updateUserEndingSessions(...a)),
-  }
-  const app = await buildApp(t, { dir, env: ROOMY, store: gated })
-  const hold = (): { reached: Promise<void>; release: () => void } => {
-    let reached!: () => void
-    let release!: () => void
-    const r = new Promise<void>((res) => (reached = res))
-    gate = { reached, released: new Promise<void>((res) => (release = res)) }
-    return { reached: r, release }
-  }
-  return { app, store, hold }
+  const gated = gatedStore(store, ['updateUser', 'updateUserEndingSessions'])
+  const app = await buildApp(t, { dir, env: ROOMY, store: gated.store })
+  return { app, store, hold: gated.hold }
 }
 
 const sidOf = (token: string): string => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
@@ -52,7 +34,7 @@ async function signIn(app: TestApp, password = PASSWORD): Promise<{ token: strin
 }
 
 /** `request` held at its write while the caller's session `sid` is revoked; its answer */
-async function endedMeanwhile(hold: () => { reached: Promise<void>; release: () => void }, store: Store, sid: string, request: () => Promise<Reply>): Promise<Reply> {
+async function endedMeanwhile(hold: () => Gate, store: Store, sid: string, request: () => Promise<Reply>): Promise<Reply> {
   const held = hold()
   const answer = request()
   await held.reached

@@ -8,6 +8,7 @@
 import t, { type Test } from 'tap'
 import { addUser, buildApp, call, openTestStore, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
+import { gatedStore, type Gate } from '../helpers/gated-store.js'
 
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'copper-lantern-58'
@@ -15,31 +16,12 @@ const NEW_PASSWORD = 'violet-harbour-93'
 const PROXY = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32' }
 
 /** the app on a real store whose session writes wait while `hold()` is on */
-async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => { reached: Promise<void>; release: () => void } }> {
+async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
   const dir = t.testdir()
   const store = await openTestStore(t, dir)
-  let gate: { reached: () => void; released: Promise<void> } | null = null
-  const wait = async (): Promise<void> => {
-    const g = gate
-    if (g === null) return
-    gate = null
-    g.reached()
-    await g.released
-  }
-  const gated: Store = {
-    ...store,
-    createSession: async (...a) => (await wait(), store.createSession(...a)),
-    createSessionFor: async (...a) => (await wait(), store.createSessionFor(...a)),
-  }
-  const app = await buildApp(t, { dir, env: PROXY, store: gated })
-  const hold = (): { reached: Promise<void>; release: () => void } => {
-    let reached!: () => void
-    let release!: () => void
-    const r = new Promise<void>((res) => (reached = res))
-    gate = { reached, released: new Promise<void>((res) => (release = res)) }
-    return { reached: r, release }
-  }
-  return { app, store, hold }
+  const gated = gatedStore(store, ['createSession', 'createSessionFor'])
+  const app = await buildApp(t, { dir, env: PROXY, store: gated.store })
+  return { app, store, hold: gated.hold }
 }
 
 const login = (app: TestApp, password: string, ip = '198.51.100.7') =>
