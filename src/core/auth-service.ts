@@ -568,18 +568,19 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         // stored. Otherwise the password changed, or the user was disabled or deleted, while this
         // login's hash ran: nothing was written, and it is refused as it would have been a moment
         // later (the change ended every other session; this one must not outlive it).
-        const now = await store.getUser(user.id)
+        let now = await store.getUser(user.id)
         if (now !== undefined && !now.disabled && now.passwordHash !== checkedHash && (await sameOrChanged(now.passwordHash, input.password, checkedHash)) !== checkedHash) {
           signedIn = await startSession(now, client, AMR_PASSWORD, { name: 'login.success' }, { passwordHash: now.passwordHash })
+          // refused again: named by the user as it is after that
+          if (signedIn === undefined) now = await store.getUser(user.id)
         }
-      }
-      if (signedIn === undefined) {
-        const now = await store.getUser(user.id)
-        const outcome: LoginFailureReason = now === undefined ? 'unknown_user' : now.disabled ? 'disabled' : 'bad_password'
-        events.login(outcome)
-        log.info({ event: 'login', outcome, ip: client.ip, userId: user.id }, 'login failed')
-        await failed(outcome, now === undefined ? { email: triedEmail(input.email) } : { userId: user.id, email: now.email })
-        throw new AppError('INVALID_CREDENTIALS')
+        if (signedIn === undefined) {
+          const outcome: LoginFailureReason = now === undefined ? 'unknown_user' : now.disabled ? 'disabled' : 'bad_password'
+          events.login(outcome)
+          log.info({ event: 'login', outcome, ip: client.ip, userId: user.id }, 'login failed')
+          await failed(outcome, now === undefined ? { email: triedEmail(input.email) } : { userId: user.id, email: now.email })
+          throw new AppError('INVALID_CREDENTIALS')
+        }
       }
       // the same device id when this browser already had one, whoever it named
       signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
