@@ -76,6 +76,13 @@ export interface AccountDeps {
   chargeCleared(charge: ChargedCheck): Promise<void>
 }
 
+/** the stored hash is no longer the one the current password was checked against */
+class HashMoved extends Error {
+  constructor(readonly stored: string) {
+    super('the stored password hash changed')
+  }
+}
+
 /** index entries read per step when listing a user's sessions */
 const PAGE = 256
 
@@ -128,24 +135,40 @@ export function createAccount(deps: AccountDeps): Account {
       const passwordHash = await hasher.hash(newPassword)
       const at = deps.now()
       const audit = [apiDraft('password.change', client, { at, userId, email: user.email, sessionId: who.sessionId })]
+      // the stored hash the current password was checked against
+      let checked = user.passwordHash
       let changed
-      try {
-        changed = await store.updateUserEndingSessions(
-          userId,
-          (u) => {
-            // changed by another request or an admin since it was checked: the password this
-            // request proved is no longer the current one (thrown here, the write is abandoned)
-            if (u.passwordHash !== user.passwordHash || u.disabled) throw new AppError('CURRENT_PASSWORD_INCORRECT')
-            return { ...u, passwordHash, updatedAt: at }
-          },
-          who.sessionId,
-          audit,
-          // only while the caller's session is still stored: one ended meanwhile changes nothing
-          who.sessionId,
-        )
-      } catch (err) {
-        if (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT') events.passwordChange('incorrect')
-        throw err
+      for (let tries = 0; ; tries++) {
+        try {
+          changed = await store.updateUserEndingSessions(
+            userId,
+            (u) => {
+              if (u.disabled) throw new AppError('CURRENT_PASSWORD_INCORRECT')
+              // changed by another request or an admin since it was checked (thrown here, the
+              // write is abandoned), or re-hashed at new parameters by a concurrent login
+              if (u.passwordHash !== checked) throw new HashMoved(u.passwordHash)
+              return { ...u, passwordHash, updatedAt: at }
+            },
+            who.sessionId,
+            audit,
+            // only while the caller's session is still stored: one ended meanwhile changes nothing
+            who.sessionId,
+          )
+          break
+        } catch (err) {
+          // A re-hash of the same password is checked once more, against the hash now stored
+          // (one more argon2 run, only when the hash moved under this request); a password
+          // that changed meanwhile is no longer the one this request proved.
+          if (err instanceof HashMoved && tries === 0 && (await hasher.verify(err.stored, currentPassword))) {
+            checked = err.stored
+            continue
+          }
+          if (err instanceof HashMoved || (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT')) {
+            events.passwordChange('incorrect')
+            throw new AppError('CURRENT_PASSWORD_INCORRECT')
+          }
+          throw err
+        }
       }
       if (changed === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       events.passwordChange('success')

@@ -4,7 +4,10 @@
  * password ends every other session). The login is held just before its session write (a gate in
  * front of the real store, LMDB or PostgreSQL), the change made meanwhile, then the login let go:
  * 401 as it would have been a moment later, no session written, a login.failure event.
+ * A password change held at its write the same way: a re-hash of the same password meanwhile
+ * (a concurrent login, new parameters) lets it through, a password changed elsewhere does not.
  */
+import argon2 from 'argon2'
 import t, { type Test } from 'tap'
 import { addUser, buildApp, call, openTestStore, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
@@ -82,4 +85,57 @@ t.test('a login held at its session write with nothing changed meanwhile still s
   t.equal((await racing).status, 200)
   t.equal((await store.listSessions(user.id)).length, 1)
   t.same(await lastLoginEvent(store), { event: 'login.success', reason: undefined })
+})
+
+/** the app on a real store whose password-and-sessions writes wait while `hold()` is on */
+async function gatedChange(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
+  const dir = t.testdir()
+  const store = await openTestStore(t, dir)
+  const gated = gatedStore(store, ['updateUserEndingSessions'])
+  const app = await buildApp(t, { dir, env: PROXY, store: gated.store })
+  return { app, store, hold: gated.hold }
+}
+
+const changePassword = (app: TestApp, token: string, currentPassword: string) =>
+  call(app, 'POST', '/api/auth/password', {
+    json: { currentPassword, newPassword: NEW_PASSWORD },
+    headers: { 'x-forwarded-for': '198.51.100.1', authorization: `Bearer ${token}` },
+  })
+
+t.test('a password change held at its write while a login re-hashes the same password (new parameters): 200, the new password stored', async (t) => {
+  const { app, store, hold } = await gatedChange(t)
+  const user = await addUser(app, EMAIL, PASSWORD)
+  const first = await login(app, PASSWORD, '198.51.100.1')
+  t.equal(first.status, 200)
+  const held = hold()
+  const racing = changePassword(app, first.body.data.accessToken as string, PASSWORD)
+  await held.reached
+  // what a concurrent login's re-hash writes: the same password, other parameters
+  const rehashed = await argon2.hash(PASSWORD, { type: argon2.argon2id, memoryCost: 19456, timeCost: 3, parallelism: 1 })
+  await store.updateUser(user.id, (u) => ({ ...u, passwordHash: rehashed }))
+  held.release()
+  const r = await racing
+  t.equal(r.status, 200, 'the password it proved is still the current one')
+  t.same(r.body, { success: true, data: {} })
+  const stored = await store.getUser(user.id)
+  t.ok(await argon2.verify(stored!.passwordHash, NEW_PASSWORD), 'the new password is stored')
+  t.equal((await login(app, NEW_PASSWORD, '198.51.100.2')).status, 200, 'and signs in')
+  t.equal((await store.auditEvents({ limit: 100 })).filter((e) => e.event === 'password.change').length, 1, 'one password.change event')
+})
+
+t.test('a password change held at its write while the password was changed elsewhere: 403, nothing written', async (t) => {
+  const { app, store, hold } = await gatedChange(t)
+  const user = await addUser(app, EMAIL, PASSWORD)
+  const first = await login(app, PASSWORD, '198.51.100.1')
+  const held = hold()
+  const racing = changePassword(app, first.body.data.accessToken as string, PASSWORD)
+  await held.reached
+  const other = await argon2.hash('amber-quarry-27', { type: argon2.argon2id, memoryCost: 19456, timeCost: 2, parallelism: 1 })
+  await store.updateUser(user.id, (u) => ({ ...u, passwordHash: other }))
+  held.release()
+  const r = await racing
+  t.equal(r.status, 403)
+  t.same(r.body, { success: false, message: 'Current password is incorrect' })
+  t.equal((await store.getUser(user.id))!.passwordHash, other, 'the other change stands')
+  t.equal((await store.auditEvents({ limit: 100 })).filter((e) => e.event === 'password.change').length, 0, 'no password.change event')
 })
