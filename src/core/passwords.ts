@@ -88,16 +88,23 @@ export interface HasherOptions extends HashParams {
   tally?: () => Promise<Readonly<Record<string, number>>>
   /** [0, 1) for an email, fixed per email (tests inject their own); default a keyed hash of it */
   uniform?: (email: string | undefined) => number
+  /**
+   * The secret that key is derived from (the device-cookie key, kept in the store): the same draw
+   * for an email on every instance and after a restart. Without it, a key of this process.
+   */
+  uniformSecret?: string
 }
 
 /**
- * A number in [0, 1) fixed for each email under a key of this process: an unknown email probed
- * again costs what it cost before, as a user's own hash does. A fresh draw on every attempt would
- * let a few probes of one address tell a user with old-parameter hash (always slow) from an
- * unknown one (slow only now and then).
+ * A number in [0, 1) fixed for each email under a key: an unknown email probed again costs what
+ * it cost before, as a user's own hash does. A fresh draw on every attempt would let a few probes
+ * of one address tell a user with old-parameter hash (always slow) from an unknown one (slow only
+ * now and then); so would a draw that changed with the process (a restart, another instance
+ * behind the same balancer): an email whose cost changed is one without a user. So the key is
+ * derived from a secret the store keeps (`secret`, base64url), under a label of its own.
  */
-function keyedUniform(): (email: string | undefined) => number {
-  const key = randomBytes(32)
+export function keyedUniform(secret?: string): (email: string | undefined) => number {
+  const key = secret === undefined ? randomBytes(32) : createHmac('sha256', Buffer.from(secret, 'base64url')).update('authd: the dummy hash of an unknown email').digest()
   return (email) => (email === undefined ? randomBytes(6) : createHmac('sha256', key).update(email).digest()).readUIntBE(0, 6) / 2 ** 48
 }
 
@@ -151,7 +158,7 @@ export async function createPasswordHasher(opts: HasherOptions): Promise<Passwor
   }
   const configured: HashParams = { memoryKib: opts.memoryKib, timeCost: opts.timeCost, parallelism: opts.parallelism }
   const dummy = dummyFor(configured)
-  const uniform = opts.uniform ?? keyedUniform()
+  const uniform = opts.uniform ?? keyedUniform(opts.uniformSecret)
 
   const verifyEncoded = (encoded: string, password: string): Promise<boolean> =>
     slot(verifications, () => argon2.verify(encoded, normalise(password)).catch(() => false))

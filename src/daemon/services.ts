@@ -86,6 +86,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
   await store.ensureActiveKey(() => generateKey(t.algorithm, now()))
   const keyring = await createKeyring({ store, now, verifyWindowMs: t.accessTtlMs + t.clockToleranceMs })
   const p = config.passwords
+  const deviceKey = await store.ensureDeviceKey(newDeviceKey)
   const [hasher, policy] = await Promise.all([
     createPasswordHasher({
       memoryKib: p.memoryKib,
@@ -95,6 +96,8 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       maxQueue: opts.hashMaxQueue ?? 512,
       // an unknown email's dummy runs under the stored hashes' parameters, in their proportions
       tally: () => store.hashTally(),
+      // and which of them an email draws is the same on every instance and after a restart
+      uniformSecret: deviceKey,
     }),
     createPasswordPolicy({ minLength: p.minLength, maxLength: p.maxLength }),
   ])
@@ -124,7 +127,7 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
           },
         })
   const limiter = given ?? asyncLimiter(memoryLimiter!)
-  const devices = createDeviceCookies(await store.ensureDeviceKey(newDeviceKey))
+  const devices = createDeviceCookies(deviceKey)
   const tokens = createAccessTokens({ keyring, now, issuer: t.issuer, audience: t.audience, ttlMs: t.accessTtlMs, clockToleranceMs: t.clockToleranceMs })
   const refusals = createRefusalLog({ write: (fields, msg) => log.info(fields, msg), periodMs: opts.refusalLogPeriodMs })
   const mfaTokens = createMfaTokens(await store.ensureMfaKey(newMfaKey), now)

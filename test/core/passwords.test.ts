@@ -2,6 +2,7 @@
  * The argon2id hasher with real argon2: parameters, verification, the dummy, hashes refused
  * without running, re-hash detection, and the queue (at most `concurrency` at once, 503 beyond).
  */
+import { randomBytes } from 'node:crypto'
 import argon2 from 'argon2'
 import t, { type Test } from 'tap'
 import { createPasswordHasher, dummyParamsFor, parseHashParams } from '../../src/core/passwords.js'
@@ -205,4 +206,46 @@ t.test('after the parameters are raised over a store hashed at the old ones, an 
     await t.rejects(app.auth.login({ email, password: 'wrong-password-1' }, client), { code: 'INVALID_CREDENTIALS' })
   }
   t.same(ran, ['m=19456,t=2,p=1', 'm=19456,t=2,p=1', 'm=19456,t=2,p=1'], 'unknown and known alike, at the stored parameters (not t=3)')
+})
+
+t.test('the draw of an unknown email is fixed by a secret, not by the process: the same secret draws alike, another differs', async (t) => {
+  const ran = watchVerify(t)
+  const tally = async () => ({ [set(1024, 1)]: 1, [set(2048, 1)]: 1 })
+  const draws = async (uniformSecret: string): Promise<string[]> => {
+    const hasher = await createPasswordHasher({ ...PARAMS, concurrency: 1, maxQueue: 100, tally, uniformSecret })
+    ran.length = 0
+    for (let n = 0; n < 24; n++) await hasher.verifyDummy('pw', `nobody${n}@example.com`)
+    return [...ran]
+  }
+  const secret = randomBytes(32).toString('base64url')
+  const first = await draws(secret)
+  t.same(await draws(secret), first, 'a second hasher (a restart, another instance) under the same secret: the same set for each email')
+  t.equal(new Set(first).size, 2, 'both sets occur')
+  t.not((await draws(randomBytes(32).toString('base64url'))).join(), first.join(), 'another secret draws otherwise')
+})
+
+t.test('an unknown email costs the same parameter set after a restart (the key comes from the store, real LMDB)', async (t) => {
+  const dir = t.testdir()
+  const store = await openLmdbStore({ path: dir })
+  t.teardown(() => store.close())
+  // half the users at t=2, half at t=3: each unknown email draws one of the two
+  for (const [n, timeCost] of [2, 2, 3, 3].entries()) {
+    const h = await createPasswordHasher({ ...PARAMS, timeCost, concurrency: 1, maxQueue: 10 })
+    const at = Date.now()
+    await store.createUser({ id: newUserId(), email: `u${n}@example.com`, passwordHash: await h.hash('pw-pw-pw-pw-pw'), createdAt: at, updatedAt: at, disabled: false })
+  }
+  const ran = watchVerify(t)
+  const client = { ip: '127.0.0.1', ipKey: '127.0.0.1', userAgent: 'test' }
+  const probe = async (): Promise<string[]> => {
+    // a daemon's services on that store, started afresh each time
+    const app = await buildApp(t, { dir, store })
+    ran.length = 0
+    for (let n = 0; n < 16; n++) {
+      await t.rejects(app.auth.login({ email: `nobody${n}@example.com`, password: 'wrong-password-1' }, { ...client, ip: `127.0.0.${n + 1}`, ipKey: `127.0.0.${n + 1}` }), { code: 'INVALID_CREDENTIALS' })
+    }
+    return [...ran]
+  }
+  const before = await probe()
+  t.equal(new Set(before).size, 2, 'both sets occur')
+  t.same(await probe(), before, 'each email costs what it cost before the restart')
 })
