@@ -20,6 +20,12 @@ export function flattenTable(table: object, source: string): Layer {
   const layer: Layer = new Map()
   const walk = (node: object, prefix: string): void => {
     for (const [key, value] of Object.entries(node)) {
+      // a quoted key with a dot in it ("server.port" = 1) is one name, not a table and a key:
+      // read as a path it would be taken for server.port, or silently lose to it
+      if (key.includes('.')) {
+        const quoted = JSON.stringify(key)
+        throw configError(`config: unknown key ${prefix === '' ? quoted : `${prefix}.${quoted}`} (a quoted name with a dot is one key; got ${showValue(value)} ${source})`, prefix === '' ? key : `${prefix}.${key}`)
+      }
       const path = prefix === '' ? key : `${prefix}.${key}`
       if (isKeyPath(path)) {
         layer.set(path, { value, source })

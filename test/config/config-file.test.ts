@@ -95,3 +95,13 @@ t.test('an unknown key in the file is an error naming the key and the file', asy
   const file = join(t.testdir({ 'auth.toml': '[server]\nprot = 1\n' }), 'auth.toml')
   configError(t, () => readConfigFile(file), `config: unknown key "server.prot" (got 1 in ${file})`, 'server.prot')
 })
+
+t.test('a quoted key with a dot in it is one unknown key, not a table and a key (it would hide or be hidden by the real one)', async (t) => {
+  const both = join(t.testdir({ 'auth.toml': '"server.port" = 1\n[server]\nport = 2\n' }), 'auth.toml')
+  configError(t, () => readConfigFile(both), `config: unknown key "server.port" (a quoted name with a dot is one key; got 1 in ${both})`, 'server.port')
+  const nested = join(t.testdir({ 'auth.toml': '[rate_limit]\n"login.per_ip" = "1/1m"\n' }), 'auth.toml')
+  configError(t, () => readConfigFile(nested), `config: unknown key rate_limit."login.per_ip" (a quoted name with a dot is one key; got "1/1m" in ${nested})`, 'rate_limit.login.per_ip')
+  const plain = join(t.testdir({ 'auth.toml': 'server.port = 3\n"server".host = "127.0.0.2"\n' }), 'auth.toml')
+  const layer = readConfigFile(plain)
+  t.same([layer.get('server.port')?.value, layer.get('server.host')?.value], [3, '127.0.0.2'], 'dotted and quoted-segment keys are still paths')
+})
