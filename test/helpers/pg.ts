@@ -15,7 +15,7 @@
  * newest first, so it runs before the database is dropped).
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -49,6 +49,11 @@ export interface OwnPgServer {
   stop(): Promise<void>
   /** starts it again, with its data as it was; resolves once it accepts connections */
   start(): Promise<void>
+  /**
+   * A role `role` that signs in with `password` (SCRAM, as a production server asks) and a
+   * database of the same name it owns; the server's own `postgres` stays trusted.
+   */
+  roleWithPassword(role: string, password: string): Promise<void>
 }
 
 /** The server binaries, or null with `t` skipped (failed under TEST_REQUIRE_POSTGRES=1). */
@@ -100,5 +105,18 @@ export async function ownPgServer(t: Test): Promise<OwnPgServer | null> {
     url: (database = 'postgres') => pgUrl(sock, database),
     stop: () => stopServer(server, dir, 'fast'),
     start: () => startServer(server, dir),
+    async roleWithPassword(role, password) {
+      const hba = join(dir, 'data', 'pg_hba.conf')
+      writeFileSync(hba, `local all ${role} scram-sha-256\n${readFileSync(hba, 'utf8')}`)
+      const admin = new pg.Client({ host: sock, user: 'postgres', database: 'postgres' })
+      await admin.connect()
+      try {
+        await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password.replaceAll("'", "''")}'`)
+        await admin.query(`CREATE DATABASE ${role} OWNER ${role}`)
+        await admin.query('SELECT pg_reload_conf()')
+      } finally {
+        await admin.end()
+      }
+    },
   }
 }

@@ -4,10 +4,12 @@
  * statement's own, and the retry of a transaction the database broke off to avoid a deadlock or a
  * serialization anomaly. The outage itself (a server gone and back) is pg-outage.test.ts's.
  */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { AppError, isAppError } from '../../src/errors.js'
 import { isUnavailable, openDb, sqlState, storeError, type Db } from '../../src/store/pg/db.js'
-import { pgDatabase } from '../helpers/pg.js'
+import { ownPgServer, pgDatabase } from '../helpers/pg.js'
 
 /** an error as node-postgres gives it: a server's error carries its SQLSTATE in `code`, a socket's its errno */
 const withCode = (code: unknown, message = `failed with ${String(code)}`): Error => Object.assign(new Error(message), { code })
@@ -146,4 +148,65 @@ t.test('a single statement the database breaks off runs again too', async (t) =>
   await d.query('CREATE SEQUENCE runs')
   await d.query("CREATE FUNCTION third_time() RETURNS bigint LANGUAGE plpgsql AS $$ DECLARE n bigint := nextval('runs'); BEGIN IF n < 3 THEN RAISE EXCEPTION 'broken off' USING ERRCODE = '40001'; END IF; RETURN n; END $$")
   t.same(await d.query('SELECT third_time() AS n'), [{ n: 3 }], 'the third run answered')
+})
+
+/** PGPASSWORD and PGPASSFILE as `env` says for the length of the test (node-postgres reads them per connection) */
+function passwordEnv(t: Test, env: { PGPASSWORD?: string; PGPASSFILE?: string }): void {
+  const kept = { PGPASSWORD: process.env.PGPASSWORD, PGPASSFILE: process.env.PGPASSFILE }
+  for (const k of ['PGPASSWORD', 'PGPASSFILE'] as const) {
+    if (env[k] === undefined) delete process.env[k]
+    else process.env[k] = env[k]
+  }
+  t.teardown(() => {
+    for (const k of ['PGPASSWORD', 'PGPASSFILE'] as const) {
+      if (kept[k] === undefined) delete process.env[k]
+      else process.env[k] = kept[k]
+    }
+  })
+}
+
+const sockets = (): number => process.getActiveResourcesInfo().filter((r) => r === 'PipeWrap' || r === 'TCPSocketWrap').length
+
+t.test('a role that needs a password, given none (no URL password, PGPASSWORD or ~/.pgpass): a sentence saying where to put it, and the connection ended at once', async (t) => {
+  const server = await ownPgServer(t)
+  if (!server) return
+  await server.roleWithPassword('authd_pw', 'copper-lantern-58')
+  passwordEnv(t, { PGPASSFILE: join(t.testdir(), 'none') })
+  const before = sockets()
+  const db = openDb({ url: server.url('authd_pw').replace('postgres@', 'authd_pw@'), poolSize: 2, queryTimeoutMs: 5000 })
+  const err = await db.query('SELECT 1').then(() => null, (e: unknown) => e)
+  await db.end()
+  t.ok(isAppError(err) && err.code === 'STORE_UNAVAILABLE', 'the database unavailable (503 to a request; exit 1 from authctl and at start)')
+  t.equal((err as Error).message, 'the database asks for a password and none is given: put it in store.url, PGPASSWORD or ~/.pgpass')
+  // the server waits a minute (authentication_timeout) for a password that never comes: the
+  // socket left open kept authctl and a failed start alive that long
+  await new Promise((r) => setTimeout(r, 200))
+  t.equal(sockets(), before, 'no socket to the server left open')
+})
+
+t.test('~/.pgpass (PGPASSFILE) gives the password, read without a warning on stderr; a wrong one there is a wrong password', async (t) => {
+  const server = await ownPgServer(t)
+  if (!server) return
+  await server.roleWithPassword('authd_pw', 'copper-lantern-58')
+  const dir = t.testdir()
+  const file = join(dir, 'pgpass')
+  writeFileSync(file, '*:*:authd_pw:authd_pw:copper-lantern-58\n', { mode: 0o600 })
+  passwordEnv(t, { PGPASSFILE: file })
+  const warnings: string[] = []
+  const heard = (w: Error): void => void warnings.push(w.message)
+  process.on('warning', heard)
+  t.teardown(() => process.off('warning', heard))
+  const url = server.url('authd_pw').replace('postgres@', 'authd_pw@')
+  const db = openDb({ url, poolSize: 2, queryTimeoutMs: 5000 })
+  t.same(await db.query('SELECT current_user AS who'), [{ who: 'authd_pw' }])
+  await db.end()
+  await new Promise((r) => setImmediate(r))
+  t.same(warnings, [], 'no DeprecationWarning (node-postgres warns when it reads ~/.pgpass itself)')
+
+  writeFileSync(file, '*:*:authd_pw:authd_pw:wrong-password-1\n', { mode: 0o600 })
+  const wrong = openDb({ url, poolSize: 2, queryTimeoutMs: 5000 })
+  const err = await wrong.query('SELECT 1').then(() => null, (e: unknown) => e)
+  await wrong.end()
+  t.ok(isAppError(err) && err.code === 'STORE_UNAVAILABLE')
+  t.match((err as Error).message, /password authentication failed for user "authd_pw"/)
 })

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import pgpass from 'pgpass'
 import { AppError, isAppError } from '../../errors.js'
 
 export interface DbOptions {
@@ -117,9 +118,57 @@ function destroy(client: pg.PoolClient, err: Error): void {
   ;(client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy()
 }
 
+/**
+ * The password of a connection whose URL and PGPASSWORD give none, asked for only when the server
+ * wants one: ~/.pgpass (PGPASSFILE), as libpq reads it, else a sentence that says where to put
+ * it (node-postgres would send no password and fail on a message of its own).
+ */
+function fromPgpass(params: object): Promise<string> {
+  return new Promise((resolve, reject) => {
+    pgpass(params, (found) => {
+      if (found !== undefined) resolve(found)
+      else reject(unavailableError('the database asks for a password and none is given: put it in store.url, PGPASSWORD or ~/.pgpass'))
+    })
+  })
+}
+
+/**
+ * pg's Client, with two changes: a connection that fails while being made is ended at once (one
+ * the server still waits on, as after a password the client could not give, would otherwise keep
+ * the process alive until the server's authentication_timeout, a minute), and ~/.pgpass is read
+ * here rather than by pg, which warns on stderr that it will stop (stderr is the journal's).
+ */
+function AuthdClient(config: pg.ClientConfig): pg.Client {
+  const client = new pg.Client(config)
+  const own = client as unknown as { password: unknown; connection?: { stream?: { destroy(): void } } }
+  if (own.password === null || own.password === undefined) own.password = fromPgpass
+  const connect = client.connect.bind(client) as (cb: (err?: Error) => void) => void
+  ;(client as unknown as { connect: (cb?: (err?: Error) => void) => unknown }).connect = (cb) => {
+    const ended = (err?: Error): void => {
+      if (err) own.connection?.stream?.destroy()
+    }
+    if (cb !== undefined) {
+      connect((err) => {
+        ended(err)
+        cb(err)
+      })
+      return undefined
+    }
+    return new Promise<void>((resolve, reject) =>
+      connect((err) => {
+        ended(err)
+        if (err) reject(err)
+        else resolve()
+      }),
+    )
+  }
+  return client
+}
+
 export function openDb(opts: DbOptions): Db {
   const deadlineMs = opts.queryTimeoutMs + 500
   const pool = new pg.Pool({
+    Client: AuthdClient as unknown as typeof pg.Client,
     connectionString: opts.url,
     max: opts.poolSize,
     types,
