@@ -212,7 +212,9 @@ export { SESSIONS_REMEMBERED } from './me-view.js'
 
 /**
  * The email of a failed login as its audit event keeps it: a well-formed address (with a dot in
- * its domain), else null, so that a password typed into the email field is not kept.
+ * its domain), else null, so that a password typed into the email field is not kept. "Well-formed"
+ * is register's rule, which refuses a domain ToASCII reads as an IP address: `Summer@2024` would
+ * otherwise pass as summer@0.0.7.232, the password in all but its case.
  */
 function triedEmail(raw: string): string | null {
   const email = raw.length <= MAX_EMAIL_INPUT ? registrableEmail(raw) : null

@@ -17,6 +17,9 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
 // another (a zero-width space, a soft hyphen, a right-to-left override), so none is accepted
 const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Bidi_Control}]/u
 
+// what ToASCII leaves of a domain it read as an IP address: IPv4 in dotted decimal, or [IPv6]
+const IP_HOST = /^(?:\d{1,3}(?:\.\d{1,3}){3}|\[.*\])$/
+
 const folded = (email: string): string => email.trim().normalize('NFKC').toLowerCase().trim()
 
 /** the domain's ASCII form, or '' when UTS #46 ToASCII refuses it */
@@ -52,9 +55,14 @@ export function checkEmail(email: string): { email: string } | { problem: string
   const at = f.indexOf('@')
   if (at < 0 || at !== f.lastIndexOf('@')) return { problem: 'it must contain exactly one @' }
   if (at === 0) return { problem: 'the part before the @ is empty' }
-  const ascii = asciiDomain(f.slice(at + 1))
+  const domain = f.slice(at + 1)
+  const ascii = asciiDomain(domain)
   if (ascii === '') return { problem: 'its domain is not a valid domain name' }
-  if (ascii.endsWith('.')) return { problem: 'its domain ends in a dot' }
+  // ToASCII drops the dot that ends a domain read as an IPv4 address (`2024.` is 0.0.7.232)
+  if (ascii.endsWith('.') || domain.endsWith('.')) return { problem: 'its domain ends in a dot' }
+  // a domain read as an address is rewritten by ToASCII (`2024` becomes 0.0.7.232, `0x10`
+  // 0.0.0.16), and mail is not delivered to a bare address: refused rather than stored rewritten
+  if (IP_HOST.test(ascii)) return { problem: 'its domain is an IP address, not a domain name' }
   const canonical = f.slice(0, at + 1) + ascii
   if (Buffer.byteLength(canonical, 'utf8') > MAX_EMAIL_BYTES) return { problem: `it is longer than ${MAX_EMAIL_BYTES} bytes` }
   return { email: canonical }

@@ -208,3 +208,21 @@ t.test('registers under the canonical form: what registrableEmail accepts is can
     )
   }
 })
+
+t.test('refuses a domain ToASCII reads as an IP address (it would store it rewritten), and a trailing dot ToASCII drops from one', async (t) => {
+  const bad: Record<string, [string, RegExp]> = {
+    'a number (ToASCII: 0.0.7.232)': ['z@2024', /IP address/],
+    'a number and a dot (ToASCII drops the dot: 0.0.7.232)': ['z@2024.', /ends in a dot/],
+    'hex (ToASCII: 0.0.0.16)': ['Dragon@0x10', /IP address/],
+    'two numbers (ToASCII: 123.0.0.45)': ['Password@123.45', /IP address/],
+    'dotted IPv4': ['ann@192.0.2.7', /IP address/],
+    'IPv6 literal': ['ann@[::1]', /IP address/],
+  }
+  for (const [why, [email, problem]] of Object.entries(bad)) {
+    t.equal(registrableEmail(email), null, why)
+    t.match(checkEmail(email), { problem }, `${why}: the admin is told why`)
+    t.match(checkEmail(email), { problem: /^its domain / }, `${why}: a domain problem (an import keeps such a stored email)`)
+  }
+  t.equal(registrableEmail('ann@2024.example'), 'ann@2024.example', 'numeric labels that are not the last one are a name')
+  t.equal(registrableEmail('ann@example.co'), 'ann@example.co')
+})
