@@ -29,12 +29,15 @@ export interface LimitClearWatch {
  * holds no limits anyway). One poll at a time: a slow store delays the next, never stacks them.
  * A request whose `apply` fails (a limiter in a database out of reach) is tried again at each
  * poll, before any later one, for LIMIT_CLEAR_RETRY_MS; then dropped. Its failure is reported
- * when it first fails and when it is dropped, not at every try.
+ * when it first fails and when it is dropped, not at every try; reads that fail are reported when
+ * they begin to fail, and (onReadable) when they work again.
  */
 export function watchLimitClears(opts: {
   store: Pick<Store, 'limitClearsAfter'>
   apply: (target: LimitClearTarget) => unknown
   onError: (err: unknown, failure?: LimitClearFailure) => void
+  /** the requests are read again after reads failed (reported once, by onError, when they began to) */
+  onReadable?: () => void
   intervalMs?: number
   /** a clock in ms (performance.now) */
   now?: () => number
@@ -44,16 +47,26 @@ export function watchLimitClears(opts: {
   let seen: number | undefined
   // the request failing since when
   let failing: { seq: number; since: number } | undefined
+  // reads failing (a database away): said when they begin to, and when they work again
+  let unreadable = false
+  const read = async (after: number) => {
+    const clears = await opts.store.limitClearsAfter(after)
+    if (unreadable) {
+      unreadable = false
+      opts.onReadable?.()
+    }
+    return clears
+  }
   let polling = false
   const poll = async (): Promise<void> => {
     if (polling) return
     polling = true
     try {
       if (seen === undefined) {
-        seen = (await opts.store.limitClearsAfter(0)).at(-1)?.seq ?? 0
+        seen = (await read(0)).at(-1)?.seq ?? 0
         return
       }
-      for (const c of await opts.store.limitClearsAfter(seen)) {
+      for (const c of await read(seen)) {
         try {
           await opts.apply(c.target)
         } catch (err) {
@@ -69,7 +82,9 @@ export function watchLimitClears(opts: {
         seen = c.seq
       }
     } catch (err) {
-      opts.onError(err)
+      // once per outage, not at every poll (four times a second)
+      if (!unreadable) opts.onError(err)
+      unreadable = true
     } finally {
       polling = false
     }

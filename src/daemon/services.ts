@@ -183,11 +183,12 @@ export async function createServices(config: Config, opts: ServiceOptions = {}):
       log.info({ event: 'limits_cleared', target: 'email' in target ? 'email' : target.ipKey, keys }, 'login limits cleared by authctl')
     },
     onError: (err, failure) => {
-      if (failure === undefined) return log.error({ err }, 'reading limit-clear requests failed')
+      if (failure === undefined) return log.warn({ event: 'limit_clears_unreadable', err }, 'limit-clear requests cannot be read; trying again every 250 ms')
       const target = 'email' in failure.target ? 'email' : failure.target.ipKey
       if (failure.dropped) log.error({ err, event: 'limits_clear_dropped', target }, 'a limit clear failed for 60 s and was dropped')
       else log.error({ err, event: 'limits_clear_failed', target }, 'a limit clear failed; trying again')
     },
+    onReadable: () => log.info({ event: 'limit_clears_readable' }, 'limit-clear requests read again'),
   })
   return {
     config,

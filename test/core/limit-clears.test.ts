@@ -44,6 +44,7 @@ function watchOver(t: Test, clears: LimitClear[], opts: { apply?: (target: Limit
   const applied: LimitClearTarget[] = []
   const errors: unknown[] = []
   const failures: Array<LimitClearFailure | undefined> = []
+  let readable = 0
   let tick: (() => void) | undefined
   let every: number | undefined
   const realSet = globalThis.setInterval
@@ -67,13 +68,14 @@ function watchOver(t: Test, clears: LimitClear[], opts: { apply?: (target: Limit
         errors.push(err)
         failures.push(failure)
       },
+      onReadable: () => void readable++,
       now: opts.now,
     })
   } finally {
     globalThis.setInterval = realSet
   }
   t.teardown(() => watch.stop())
-  return { watch, timer, reads, applied, errors, failures, tick: () => tick!(), every: () => every }
+  return { watch, timer, reads, applied, errors, failures, readable: () => readable, tick: () => tick!(), every: () => every }
 }
 
 /** lets the polls started so far run to their end (the store here answers at once) */
@@ -185,15 +187,30 @@ t.test('watch: a failed read is reported and retried from where it stood; a fail
   await settle()
   clears.push(clear(1, { email: 'a@example.com' }))
   failRead = true
-  w.tick()
-  await settle()
-  t.match(w.errors, [{ message: 'store unavailable' }])
+  for (let i = 0; i < 4; i++) {
+    w.tick()
+    await settle()
+  }
+  t.equal(w.reads.length, 5, 'read at every poll')
+  t.match(w.errors, [{ message: 'store unavailable' }], 'reported once, when reads began to fail, not at every poll')
   t.same(w.failures, [undefined], 'a failed read names no request')
   t.same(w.applied, [])
+  t.equal(w.readable(), 0)
   failRead = false
   w.tick()
   await settle()
   t.same(w.applied, [{ email: 'a@example.com' }], 'applied on the next poll')
+  t.equal(w.readable(), 1, 'said once when reads work again')
+  failRead = true
+  w.tick()
+  await settle()
+  t.equal(w.errors.length, 2, 'a second outage is reported again')
+  failRead = false
+  w.tick()
+  await settle()
+  t.equal(w.readable(), 2)
+  w.errors.pop()
+  w.failures.pop()
   clears.push(clear(2, { email: 'bad@example.com' }), clear(3, { email: 'c@example.com' }))
   for (let i = 0; i < 3; i++) {
     w.tick()
