@@ -294,6 +294,37 @@ t.test("another instance's clear is seen within the hold; this instance's own at
   t.ok((await a.consume([entry])).ok, 'its own clear: at once')
 })
 
+t.test("a refusal the database gave to a consume asked before this instance's clear was done is not remembered: the next consume asks again", async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const [a] = s.limiters as [RateLimiter]
+  const key = limitKey('login_ip_email', '198.51.100.5', 'cy@example.com')
+  const entry: RateEntry = { key, rule: rule(1) }
+  t.ok((await a.consume([entry])).ok, 'the one the rule allows')
+  // the counter's row held by another transaction: the next consume waits on it, and the clear
+  // after it too, in that order
+  await s.admin.query('BEGIN')
+  await s.admin.query('SELECT 1 FROM authd_rate WHERE key = $1 FOR UPDATE', [key])
+  const waiting = async (n: number): Promise<void> => {
+    for (let i = 0; i < 200; i++) {
+      // asked inside the holding transaction, whose view of pg_stat_activity is kept until cleared
+      await s.admin.query('SELECT pg_stat_clear_snapshot()')
+      const { rows } = await s.admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)
+      if (rows[0].n >= n) return
+      await sleep(10)
+    }
+    throw new Error(`${n} statements never waited on the row`)
+  }
+  const refused = a.consume([entry])
+  await waiting(1)
+  const clearing = a.reset(key)
+  await waiting(2)
+  await s.admin.query('COMMIT')
+  t.notOk((await refused).ok, 'refused: the database counted before the clear ran')
+  await clearing
+  t.ok((await a.consume([entry])).ok, 'after the clear, counted afresh: that refusal was not answered from memory')
+})
+
 async function held(url: string, key: string): Promise<number> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()

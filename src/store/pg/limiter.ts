@@ -12,7 +12,8 @@
  * REFUSAL_HOLD_MS and answers the same refusal without a round trip: a flood of refused logins
  * costs the database one call per counter and hold, not one per request. What can empty a counter
  * sooner (an admin's `limits clear`, a successful login's release) is seen by every instance
- * within the hold, well inside the second the README allows.
+ * within the hold, well inside the second the README allows; by the instance that cleared, at
+ * once (a refusal answered to a consume asked before its clear was done is not remembered).
  *
  * Whether a refusal is the first of its key's window (ConsumeResult.firstBlock, the block the
  * audit log records) is kept on the counter's row, in the same call: the first refusal marks it,
@@ -71,6 +72,22 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
   /** `key window` → a refusal the database gave: asked again at `recheck`, room again at `free` */
   const refusals = new Map<string, { recheck: number; free: number }>()
   const counter = (e: RateEntry): string => `${e.key} ${e.rule.windowMs}`
+  // Moved by every clear of this instance, before and after its DELETE: a refusal the database
+  // gave to a consume asked before the clear was done (its answer may predate the DELETE) is
+  // returned, but not remembered, so no refusal is answered from memory after a clear.
+  let epoch = 0
+  /** the epoch each consume's arguments were made in (consumeArgs, then settle, same entries) */
+  const askedIn = new WeakMap<ReadonlyArray<RateEntry>, number>()
+  const cleared = async <T>(work: () => Promise<T>): Promise<T> => {
+    epoch++
+    refusals.clear()
+    try {
+      return await work()
+    } finally {
+      epoch++
+      refusals.clear()
+    }
+  }
 
   /** a refusal of `entries` remembered and still held, or undefined: ask the database */
   const remembered = (entries: ReadonlyArray<RateEntry>): Extract<ConsumeResult, { ok: false }> | undefined => {
@@ -101,19 +118,23 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     )
     return rows[0]!.n
   }
-  const forget = async (key: string): Promise<void> => {
-    refusals.clear()
-    await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
-  }
+  const forget = (key: string): Promise<void> =>
+    cleared(async () => {
+      await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
+    })
 
-  const consumeArgs = (entries: ReadonlyArray<RateEntry>): unknown[] => [entries.map((e) => e.key), entries.map((e) => e.rule.windowMs), entries.map((e) => e.rule.count)]
+  const consumeArgs = (entries: ReadonlyArray<RateEntry>): unknown[] => {
+    askedIn.set(entries, epoch)
+    return [entries.map((e) => e.key), entries.map((e) => e.rule.windowMs), entries.map((e) => e.rule.count)]
+  }
   const settle = (entries: ReadonlyArray<RateEntry>, r: ConsumeRow): ConsumeResult => {
     if (!r.ok) {
       const waitMs = r.wait_us / 1000
       const t = now()
       const c = counter(entries[r.blocked_by]!)
-      // a counter listed twice in one call was refused for the double charge: not remembered
-      if (entries.filter((e) => counter(e) === c).length === 1) {
+      // a counter listed twice in one call was refused for the double charge: not remembered;
+      // nor a refusal asked for before a clear of this instance was done
+      if (entries.filter((e) => counter(e) === c).length === 1 && askedIn.get(entries) === epoch) {
         if (refusals.size >= REFUSALS_KEPT) refusals.clear()
         refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
       }
@@ -150,26 +171,27 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
         if (reset !== undefined) await forget(reset)
         return
       }
-      if (reset !== undefined) refusals.clear()
       // un-counting by time twice removes nothing more: kept until done, so a failed release can be repeated
-      await db.query(`SELECT authd_rate_release($1, $2, $3, $4)`, [counted.keys, counted.windows, counted.at, reset ?? null])
+      const release = () => db.query(`SELECT authd_rate_release($1, $2, $3, $4)`, [counted.keys, counted.windows, counted.at, reset ?? null])
+      await (reset !== undefined ? cleared(release) : release())
       issued.delete(token)
     },
 
     reset: forget,
 
-    async resetByPart(axis, index, part) {
-      refusals.clear()
+    resetByPart(axis, index, part) {
       // keys are `axis:h1|h2…` (limitKey); the part's hash sits at `index` after the colon
-      const rows = await db.query<{ n: number }>(
-        `WITH gone AS (
-           DELETE FROM authd_rate
-           WHERE starts_with(key, $1) AND split_part(substr(key, length($1) + 1), '|', $2) = $3
-           RETURNING 1)
-         SELECT count(*)::integer AS n FROM gone`,
-        [`${axis}:`, index + 1, partHash(part)],
-      )
-      return rows[0]!.n
+      return cleared(async () => {
+        const rows = await db.query<{ n: number }>(
+          `WITH gone AS (
+             DELETE FROM authd_rate
+             WHERE starts_with(key, $1) AND split_part(substr(key, length($1) + 1), '|', $2) = $3
+             RETURNING 1)
+           SELECT count(*)::integer AS n FROM gone`,
+          [`${axis}:`, index + 1, partHash(part)],
+        )
+        return rows[0]!.n
+      })
     },
 
     prune,
