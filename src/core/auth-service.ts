@@ -349,7 +349,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const keys = readKeys()
     // beyond sessions.max_per_user, the user's session with the oldest last use ends, in the
     // same write: racing logins never leave more
-    const evicted = await store.createSessionFor(holder, session, { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs }, {
+    const evicted = await store.createSessionFor(holder, session, { max: sessionPolicy.maxPerUser, now, idleTtlMs: sessionPolicy.idleTtlMs, absoluteTtlMs: sessionPolicy.absoluteTtlMs }, {
       events: [apiDraft(event.name, client, { ...who, sessionId: session.id, detail: event.detail })],
       evicted: (e: SessionEntry) => apiDraft('session.evict', client, { ...who, sessionId: e.id, detail: { max: sessionPolicy.maxPerUser } }),
     })

@@ -57,6 +57,7 @@ interface Entry {
   /** the store version it was read at */
   version: number
   userId: string
+  createdAt: number
   expiresAt: number
   lastUsedAt: number
   /** undefined once the user is gone */
@@ -123,11 +124,12 @@ export function createMeView(deps: {
     let e = kept.get(sid)
     if (e === undefined) {
       if (kept.size >= max) kept.delete(kept.keys().next().value!)
-      e = { version, userId: r.userId, expiresAt: 0, lastUsedAt: 0, user: undefined, disabled: false, body: '', bytes: 0 }
+      e = { version, userId: r.userId, createdAt: 0, expiresAt: 0, lastUsedAt: 0, user: undefined, disabled: false, body: '', bytes: 0 }
       kept.set(sid, e)
     }
     e.version = version
     e.userId = r.userId
+    e.createdAt = r.createdAt
     e.expiresAt = r.expiresAt
     e.lastUsedAt = r.lastUsedAt
     const u = r.user

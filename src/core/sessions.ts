@@ -105,16 +105,17 @@ export interface SessionPolicy {
 }
 
 /**
- * When a session dies if left unused: the earlier of its idle expiry (from its last use) and its
- * absolute expiry (authctl sessions list's "expires", a user's own GET /api/auth/sessions).
+ * When a session dies if left unused: the earliest of its idle expiry (from its last use) and its
+ * absolute expiries (the one given at login, and sessions.absolute_ttl after its login as
+ * configured now): authctl sessions list's "expires", a user's own GET /api/auth/sessions.
  */
-export function expiresIfUnused(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, policy: Pick<SessionPolicy, 'idleTtlMs'>): number {
-  return Math.min(s.expiresAt, s.lastUsedAt + policy.idleTtlMs)
+export function expiresIfUnused(s: Pick<SessionRecord, 'createdAt' | 'expiresAt' | 'lastUsedAt'>, policy: Pick<SessionPolicy, 'idleTtlMs' | 'absoluteTtlMs'>): number {
+  return Math.min(s.expiresAt, s.createdAt + policy.absoluteTtlMs, s.lastUsedAt + policy.idleTtlMs)
 }
 
 /** Whether a session can still be used at `now` (for access tokens and refresh alike). */
-export function isLive(s: Pick<SessionRecord, 'expiresAt' | 'lastUsedAt'>, now: number, policy: SessionPolicy): boolean {
-  return liveAt(s, now, policy.idleTtlMs)
+export function isLive(s: Pick<SessionRecord, 'createdAt' | 'expiresAt' | 'lastUsedAt'>, now: number, policy: Pick<SessionPolicy, 'idleTtlMs' | 'absoluteTtlMs'>): boolean {
+  return liveAt(s, now, policy.idleTtlMs, policy.absoluteTtlMs)
 }
 
 export type RefreshOutcome =

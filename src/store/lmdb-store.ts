@@ -476,12 +476,12 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
   }
 
   // /me's reads: what it needs of a session and of its user, decoded only when they changed
-  const meSession = projectedOnChange(sessions, (s) => ({ userId: s.userId, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt }))
+  const meSession = projectedOnChange(sessions, (s) => ({ userId: s.userId, createdAt: s.createdAt, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt }))
   const meUser = projectedOnChange(users, (u) => ({ id: u.id, email: u.email, disabled: u.disabled, mfaEnabled: u.mfa !== undefined }))
   const meRecord = (sid: string): MeRecord | undefined => {
     const s = tooLong(sid) ? undefined : meSession(sid)
     if (s === undefined) return undefined
-    return { userId: s.userId, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt, user: meUser(s.userId) }
+    return { userId: s.userId, createdAt: s.createdAt, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt, user: meUser(s.userId) }
   }
 
   const auditAnchor = (txn?: Transaction): AuditAnchor => (meta.get('audit_anchor', { transaction: txn }) as AuditAnchor | undefined) ?? GENESIS

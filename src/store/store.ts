@@ -102,18 +102,25 @@ export interface SessionLimit {
   now: number
   /** sessions.idle_ttl (ms) */
   idleTtlMs: number
+  /** sessions.absolute_ttl (ms), as configured now */
+  absoluteTtlMs: number
 }
 
 /**
- * Whether a session can still be used at `now` with sessions.idle_ttl `idleTtlMs`: before its
- * absolute expiry and within its idle one, both exclusive (core/sessions.ts isLive; the
- * PostgreSQL bound counts with the same test).
+ * Whether a session can still be used at `now` under sessions.idle_ttl `idleTtlMs` and
+ * sessions.absolute_ttl `absoluteTtlMs` as configured now: before the absolute expiry it was
+ * given at login and before `absoluteTtlMs` after its login (a lowered absolute_ttl ends the
+ * sessions already older, as a lowered idle_ttl does), and within its idle expiry, all exclusive
+ * (core/sessions.ts isLive). The PostgreSQL bound's first count (authd_create_session_within)
+ * tests the stored expiry alone, which counts a superset: a user it finds at the bound is
+ * counted again with this test before any session ends.
  */
-export const liveAt = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, now: number, idleTtlMs: number): boolean =>
-  now < s.expiresAt && now < s.lastUsedAt + idleTtlMs
+export const liveAt = (s: Pick<SessionEntry, 'createdAt' | 'lastUsedAt' | 'expiresAt'>, now: number, idleTtlMs: number, absoluteTtlMs: number): boolean =>
+  now < s.expiresAt && now < s.createdAt + absoluteTtlMs && now < s.lastUsedAt + idleTtlMs
 
 /** whether `s` counts against `limit` (SessionLimit) */
-export const liveUnder = (s: Pick<SessionEntry, 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean => liveAt(s, limit.now, limit.idleTtlMs)
+export const liveUnder = (s: Pick<SessionEntry, 'createdAt' | 'lastUsedAt' | 'expiresAt'>, limit: SessionLimit): boolean =>
+  liveAt(s, limit.now, limit.idleTtlMs, limit.absoluteTtlMs)
 
 /** One rotation inside its grace: when, and the successor sealed under the token it replaced. */
 export interface Rotation {
@@ -215,6 +222,7 @@ export interface ImportCounts {
 /** What /me needs of a session and its user (Store.meRead). */
 export interface MeRecord {
   userId: string
+  createdAt: number
   expiresAt: number
   lastUsedAt: number
   /** undefined when the user is gone */

@@ -87,7 +87,7 @@ t.test('concurrent logins never leave more than max_per_user sessions', async (t
 
 t.test('store: 40 concurrent createSession with a limit of 5 leave exactly 5, the most recently used', async (t) => {
   const store = await openStore(t)
-  const limit: SessionLimit = { max: 5, now: T0 + 100, idleTtlMs: policy.idleTtlMs }
+  const limit: SessionLimit = { max: 5, now: T0 + 100, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
   const record = (i: number): SessionRecord => ({
     id: `s${String(i).padStart(2, '0')}`,
     userId: 'u1',
@@ -117,7 +117,7 @@ t.test('store: 40 concurrent createSession with a limit of 5 leave exactly 5, th
 t.test('store: a user far beyond the max (lowered since) loses at most 256 sessions per login', async (t) => {
   const store = await openStore(t)
   await Promise.all(Array.from({ length: 600 }, (_, i) => newSession(store, { id: `s${String(i).padStart(3, '0')}`, at: T0 + i })))
-  const limit: SessionLimit = { max: 50, now: T0 + 1000, idleTtlMs: policy.idleTtlMs }
+  const limit: SessionLimit = { max: 50, now: T0 + 1000, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
   const ended = await store.createSession({ ...(await store.getSession('s000'))!, id: 'fresh', lastUsedAt: T0 + 1000, refreshHash: 'fresh', familyHash: 'f-fresh' }, limit)
   t.equal(ended.length, 256, 'one write ends a bounded number')
   t.same(ended.map((e) => e.id).slice(0, 2), ['s000', 's001'], 'the oldest first')

@@ -98,15 +98,15 @@ t.test("the store's sessions-per-user bound counts a session live exactly when i
   // createSession's limit is data (a backend may count in its database): the same test as isLive
   const time = fc.integer({ min: T0 - 1000, max: T0 + policy.absoluteTtlMs + 1000 })
   fc.assert(
-    fc.property(time, time, time, (lastUsedAt, expiresAt, now) => {
-      const s = { lastUsedAt, expiresAt }
-      return liveUnder(s, { max: 1, now, idleTtlMs: policy.idleTtlMs }) === isLive(s, now, policy)
+    fc.property(time, time, time, time, (createdAt, lastUsedAt, expiresAt, now) => {
+      const s = { createdAt, lastUsedAt, expiresAt }
+      return liveUnder(s, { max: 1, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }) === isLive(s, now, policy)
     }),
     { numRuns: 2000 },
   )
   const s = session('x'.repeat(43))
-  t.ok(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs - 1, idleTtlMs: policy.idleTtlMs }))
-  t.notOk(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs, idleTtlMs: policy.idleTtlMs }), 'idle, exclusive')
+  t.ok(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs - 1, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }))
+  t.notOk(liveUnder(s, { max: 1, now: T0 + policy.idleTtlMs, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }), 'idle, exclusive')
 })
 
 t.test('decideRefresh: unknown hash', async (t) => {

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto'
 import t, { type Test } from 'tap'
-import { addUser, ageLimits, call, CookieJar, retryAfterIs, buildApp, type Reply, type TestApp, type Target } from '../helpers/app.js'
+import { addUser, ageLimits, call, CookieJar, retryAfterIs, buildApp, openTestStore, type Reply, type TestApp, type Target } from '../helpers/app.js'
 
 const EMAIL = 'rita@example.com'
 const PASSWORD = 'saffron-heron-77'
@@ -354,6 +354,34 @@ t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often us
   t.same(expired.body, { success: false, message: 'Invalid or expired refresh token' })
   t.same(setCookies(expired), [CLEARED])
   t.equal((await app.store.listSessions()).length, 0)
+})
+
+t.test('a lowered sessions.absolute_ttl ends the sessions already older than it, as a lowered idle_ttl does: refresh, /me, the session list', async (t) => {
+  const c = clock()
+  const dir = t.testdir()
+  const store = await openTestStore(t, dir)
+  const started = c.now()
+  const before = await buildApp(t, { dir, store, now: c.now, env: { AUTHD_SESSIONS_IDLE_TTL: '1d', AUTHD_SESSIONS_ABSOLUTE_TTL: '30d' } })
+  await addUser(before, EMAIL, PASSWORD)
+  const jar = new CookieJar(COOKIE)
+  await login(before, jar)
+  // started again with the absolute expiry lowered to two hours
+  const after = await buildApp(t, { dir, store, now: c.now, env: { AUTHD_SESSIONS_IDLE_TTL: '1d', AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' } })
+  c.advance(2 * 3_600_000 - 60_000)
+  const inTime = await refreshWith(after, jar.value)
+  t.equal(inTime.status, 200, 'a minute before two hours after the login')
+  jar.take(inTime)
+  const token = inTime.body.data.accessToken as string
+  const own = await call(after, 'GET', '/api/auth/sessions', { headers: { authorization: `Bearer ${token}` } })
+  t.equal(own.body.data.sessions[0].expiresAt, new Date(started + 2 * 3_600_000).toISOString(), 'its expiry as the user sees it: two hours after the login')
+  t.equal((await me(after, token)).status, 200)
+  c.advance(60_000)
+  const gone = await me(after, token)
+  t.equal(gone.status, 401, "its access token, a minute old, refused with the session's end")
+  t.same(gone.body, { success: false, message: 'Invalid or expired access token' })
+  const expired = await refreshWith(after, jar.value)
+  t.equal(expired.status, 401, 'two hours after the login')
+  t.same(setCookies(expired), [CLEARED])
 })
 
 t.test('429 Too many requests above refresh.per_ip, with Retry-After, and nothing rotated', async (t) => {

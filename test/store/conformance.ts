@@ -329,7 +329,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
   await t.test('sessions: createSession with a limit ends the oldest live ones beyond it, not the expired', async (t) => {
     const store = await fresh(t)
     const now = T0 + 10
-    const limit = (max: number): SessionLimit => ({ max, now, idleTtlMs: policy.idleTtlMs })
+    const limit = (max: number): SessionLimit => ({ max, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs })
     await store.createSession(session('s1', 'u1', { lastUsedAt: T0 + 1 }))
     await store.createSession(session('s2', 'u1', { lastUsedAt: T0 + 2 }))
     await store.createSession(session('old', 'u1', { lastUsedAt: T0, expiresAt: T0 + 5 }))
@@ -349,7 +349,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
   await t.test('sessions: createSession with room under its limit writes the session and its events, ending none; idle and expired ones do not count', async (t) => {
     const store = await fresh(t)
     const now = T0 + policy.idleTtlMs + 10
-    const limit: SessionLimit = { max: 2, now, idleTtlMs: policy.idleTtlMs }
+    const limit: SessionLimit = { max: 2, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
     await store.createSession(session('idle', 'u1', { lastUsedAt: T0 }))
     await store.createSession(session('gone', 'u1', { lastUsedAt: now - 1, expiresAt: now }))
     await store.createSession(session('live', 'u1', { lastUsedAt: now - 1 }))
@@ -372,7 +372,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     const audit = { events: [draft('login.success')], evicted: (e: { id: string }) => draft('session.evict', { sessionId: e.id }) }
     for (const max of [5, 1]) {
       // max 1 with a live session already there: the path that decides evictions
-      const limit: SessionLimit = { max, now, idleTtlMs: policy.idleTtlMs }
+      const limit: SessionLimit = { max, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
       const tag = `max ${max}`
       await store.createUser(user(`u-${max}`, `ann-${max}@example.com`))
       await store.createSession(session(`first-${max}`, `u-${max}`, { lastUsedAt: now - 1 }))
@@ -395,7 +395,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
       await store.updateUser(`u-${max}`, (u) => ({ ...u, disabled: false }))
       t.same(await store.createSessionFor(holder, session(`again-${max}`, `u-${max}`, { lastUsedAt: now }), { ...limit, max: 10 }, audit), [], `${tag}: held again, written`)
     }
-    t.equal(await store.createSessionFor(holder, session('nobody', 'u-none'), { max: 5, now, idleTtlMs: policy.idleTtlMs }, audit), undefined, 'no such user: refused')
+    t.equal(await store.createSessionFor(holder, session('nobody', 'u-none'), { max: 5, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }, audit), undefined, 'no such user: refused')
     t.equal(await store.getSession('nobody'), undefined)
   })
 
@@ -622,11 +622,12 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
     const read = await store.meRead(['s1', 's2', 'nope'], NaN, all)
     t.same(read.records.get('s1'), {
       userId: 'u1',
+      createdAt: T0,
       expiresAt: T0 + policy.absoluteTtlMs,
       lastUsedAt: T0 + 1,
       user: { id: 'u1', email: 'ann@example.com', disabled: false, mfaEnabled: false },
     })
-    t.same(read.records.get('s2'), { userId: 'u9', expiresAt: T0 + policy.absoluteTtlMs, lastUsedAt: T0, user: undefined }, 'a session whose user is gone')
+    t.same(read.records.get('s2'), { userId: 'u9', createdAt: T0, expiresAt: T0 + policy.absoluteTtlMs, lastUsedAt: T0, user: undefined }, 'a session whose user is gone')
     t.ok(read.records.has('nope'), 'an unknown session is answered')
     t.equal(read.records.get('nope'), undefined)
     t.equal(read.keysVersion, await store.keysVersion())
@@ -722,7 +723,7 @@ export async function storeConformance(t: Test, open: () => Promise<{ store: Sto
       [
         'createSession ending two',
         () =>
-          store.createSession(session('s3', 'u1', { lastUsedAt: T0 + 2 }), { max: 1, now: T0 + 2, idleTtlMs: policy.idleTtlMs }, {
+          store.createSession(session('s3', 'u1', { lastUsedAt: T0 + 2 }), { max: 1, now: T0 + 2, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }, {
             events: [draft('login.success')],
             evicted: (e) => draft('session.evict', { sessionId: e.id, userId: e.userId }),
           }),

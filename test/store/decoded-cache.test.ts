@@ -50,7 +50,7 @@ t.test('reads a change made through another handle on the next request', async (
   t.equal(await me(daemon, 's1'), undefined, 'a revoked session is gone at once')
   await admin.createSession(session('s1', 'u2'))
   await nextRequest()
-  t.same(await me(daemon, 's1'), { userId: 'u2', expiresAt: 10, lastUsedAt: 1, user: undefined }, 'and a new record under the same key is read as it is')
+  t.same(await me(daemon, 's1'), { userId: 'u2', createdAt: 1, expiresAt: 10, lastUsedAt: 1, user: undefined }, 'and a new record under the same key is read as it is')
   await admin.createSession(session('s2', 'u1'))
   t.ok(await admin.deleteUser('u1'))
   await nextRequest()
@@ -69,7 +69,7 @@ t.test('what a caller gets cannot change what the next one reads', async (t) => 
   a.userId = 'changed'
   const b = (await me(store, 's1'))!
   t.not(a, b)
-  t.same(b, { userId: 'u1', expiresAt: 10, lastUsedAt: 1, user: { id: 'u1', email: 'ann@example.com', disabled: false, mfaEnabled: false } }, 'what is stored')
+  t.same(b, { userId: 'u1', createdAt: 1, expiresAt: 10, lastUsedAt: 1, user: { id: 'u1', email: 'ann@example.com', disabled: false, mfaEnabled: false } }, 'what is stored')
   const u = (await store.getUser('u1'))!
   u.disabled = true
   t.equal((await store.getUser('u1'))?.disabled, false, 'getUser gives a record of its own')

@@ -185,7 +185,7 @@ t.test('20 concurrent logins of one user over three instances with a bound of 3:
   const db = await pgDatabase(t)
   if (!db) return
   const stores = await instances(t, db.url)
-  const limit = { max: 3, now: T0, idleTtlMs: policy.idleTtlMs }
+  const limit = { max: 3, now: T0, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
   const login = (store: Store, i: number): Promise<Array<{ id: string }>> => {
     const token = newRefreshToken()
     return store.createSession(
@@ -238,7 +238,7 @@ t.test('logins racing a password change over three instances: no session written
       await stores[0]!.createUser({ id: uid, email: `${uid}@example.com`, passwordHash: OLD, createdAt: T0, updatedAt: T0, disabled: false })
       await stores[0]!.createSession(session(`${uid}-keep`, uid, T0 + 1))
       await stores[0]!.createSession(session(`${uid}-other`, uid, T0 + 2))
-      const limit = { max, now: T0 + 10, idleTtlMs: policy.idleTtlMs }
+      const limit = { max, now: T0 + 10, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }
       // 12 logins that checked the old password, over three instances, and the change among them
       const logins = Array.from({ length: 12 }, (_, i) => stores[i % 3]!.createSessionFor({ passwordHash: OLD }, session(`${uid}-login-${i}`, uid, T0 + 10), limit))
       const change = stores[round % 3]!.updateUserEndingSessions(uid, (u) => ({ ...u, passwordHash: NEW }), `${uid}-keep`)
@@ -275,7 +275,7 @@ t.test('a login at the bound racing a refresh of the oldest session over two ins
       new Promise((r) => setTimeout(r, delay)).then(() =>
         stores[round % 2]!.refreshSession(hashToken(oldest), (s) => decideRefresh(s, { token: oldest, hash: hashToken(oldest) }, { now, policy }), familyHashOf(oldest)),
       ),
-      stores[(round + 1) % 2]!.createSessionFor({ passwordHash: HASH }, record(`${uid}-login`, uid, now, newRefreshToken()), { max: 2, now, idleTtlMs: policy.idleTtlMs }),
+      stores[(round + 1) % 2]!.createSessionFor({ passwordHash: HASH }, record(`${uid}-login`, uid, now, newRefreshToken()), { max: 2, now, idleTtlMs: policy.idleTtlMs, absoluteTtlMs: policy.absoluteTtlMs }),
     ])
     const left = (await stores[0]!.listSessions(uid)).map((s) => s.id).sort()
     t.equal(left.length, 2, `round ${round}: the bound holds`)

@@ -679,6 +679,7 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
         kv: number
         id: string | null
         user_id: string
+        created_at: number
         expires_at: number
         last_used_at: number
         uid: string | null
@@ -688,7 +689,7 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       }>(
         // each session's user by its key (LIMIT 1 keeps the planner from walking the users'
         // index in a merge join); one row with the version even when no session is found
-        `SELECT c.n AS kv, s.id, s.user_id, s.expires_at, s.last_used_at, u.id AS uid, u.email, u.disabled, u.mfa_enabled
+        `SELECT c.n AS kv, s.id, s.user_id, s.created_at, s.expires_at, s.last_used_at, u.id AS uid, u.email, u.disabled, u.mfa_enabled
          FROM authd_counters c
          LEFT JOIN authd_sessions s ON s.id = ANY ($1::text[])
          LEFT JOIN LATERAL (SELECT id, email, disabled, mfa_enabled FROM authd_users WHERE id = s.user_id LIMIT 1) u ON true
@@ -700,6 +701,7 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
         if (r.id === null) continue
         records.set(r.id, {
           userId: r.user_id,
+          createdAt: r.created_at,
           expiresAt: r.expires_at,
           lastUsedAt: r.last_used_at,
           user: r.uid === null ? undefined : { id: r.uid, email: r.email, disabled: r.disabled, mfaEnabled: r.mfa_enabled },
