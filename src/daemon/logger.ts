@@ -4,8 +4,32 @@
  */
 import { pino, type DestinationStream, type Logger } from 'pino'
 
-/** Field names censored at the top of a logged object and one level down (`*.password`, …) */
-export const SECRET_FIELDS = ['password', 'accessToken', 'refreshToken', 'token', 'mfaToken', 'recoveryCode', 'recoveryCodes', 'secret', 'otpauthUrl'] as const
+/**
+ * Field names censored wherever they sit in a logged object, at the top and down to
+ * NESTED_DEPTH levels below it: the API's secret fields (a login's, a password change's, a second
+ * factor's), a stored user's, and the headers that carry credentials.
+ */
+export const SECRET_FIELDS = [
+  'password',
+  'currentPassword',
+  'newPassword',
+  'passwordHash',
+  'accessToken',
+  'refreshToken',
+  'token',
+  'mfaToken',
+  'recoveryCode',
+  'recoveryCodes',
+  'secret',
+  'otpauthUrl',
+  'authorization',
+  'cookie',
+  'set-cookie',
+] as const
+const SECRET_SET: ReadonlySet<string> = new Set(SECRET_FIELDS)
+
+/** levels below the top that censorNested looks into (a user record's `mfa.secret` is two) */
+export const NESTED_DEPTH = 4
 
 /**
  * Censored at the top level only: a second-factor `code`. One level down `code` is an error's
@@ -19,7 +43,8 @@ export const REDACT_PATHS = [
   'res.headers["set-cookie"]',
   'headers.authorization',
   'headers.cookie',
-  ...SECRET_FIELDS,
+  // a name that is no identifier in pino's path syntax is written as an index
+  ...SECRET_FIELDS.map((f) => (/^[A-Za-z_$][\w$]*$/.test(f) ? f : `["${f}"]`)),
   ...TOP_LEVEL_SECRET_FIELDS,
   ...SECRET_FIELDS.map((f) => `*.${f}`),
 ]
@@ -27,25 +52,40 @@ export const REDACT_PATHS = [
 const CENSOR = '[redacted]'
 
 /**
- * The `*.<field>` paths, applied before pino serialises a line. pino's own wildcard redaction
- * runs a redactor over every field of every line (the largest cost of a line, measured), where
- * this looks only inside the fields that hold objects. A censored object is a copy (same
- * prototype and properties, so an Error stays an Error); the caller's object is left as it was.
+ * The `*.<field>` paths, and the same names further down (to NESTED_DEPTH), applied before pino
+ * serialises a line. pino's own wildcard redaction runs a redactor over every field of every line
+ * (the largest cost of a line, measured), where this looks only inside the fields that hold
+ * objects. A censored object is a copy (same prototype and properties, so an Error stays an
+ * Error; an array stays an array); the caller's object is left as it was.
  */
 export function censorNested(obj: Record<string, unknown>): Record<string, unknown> {
   let out: Record<string, unknown> | undefined
   for (const key in obj) {
     const value = obj[key]
     if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(obj, key)) continue
-    let copy: Record<string, unknown> | undefined
-    for (const field of SECRET_FIELDS) {
-      if (!Object.prototype.hasOwnProperty.call(value, field)) continue
-      copy ??= Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>
-      Object.defineProperty(copy, field, { value: CENSOR, enumerable: true, writable: true, configurable: true })
-    }
-    if (copy !== undefined) (out ??= { ...obj })[key] = copy
+    const censored = censorObject(value, 1)
+    if (censored !== value) (out ??= { ...obj })[key] = censored
   }
   return out ?? obj
+}
+
+/** `value` with its secret fields censored, down to NESTED_DEPTH; itself when it holds none */
+function censorObject(value: object, depth: number): object {
+  let copy: Record<string, unknown> | unknown[] | undefined
+  const own = (): Record<string, unknown> | unknown[] =>
+    (copy ??= Array.isArray(value) ? [...value] : (Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>))
+  for (const field in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, field)) continue
+    if (SECRET_SET.has(field)) {
+      Object.defineProperty(own(), field, { value: CENSOR, enumerable: true, writable: true, configurable: true })
+      continue
+    }
+    const inner = (value as Record<string, unknown>)[field]
+    if (depth >= NESTED_DEPTH || typeof inner !== 'object' || inner === null) continue
+    const censored = censorObject(inner, depth + 1)
+    if (censored !== inner) Object.defineProperty(own(), field, { value: censored, enumerable: true, writable: true, configurable: true })
+  }
+  return copy ?? value
 }
 
 /**

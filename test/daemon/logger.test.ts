@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import fc from 'fast-check'
-import { censorNested, createLogger, flushLogSync, hundredths, isoTimeOncePerMs, LineBatch, REDACT_PATHS, requestLineWriter, SECRET_FIELDS } from '../../src/daemon/logger.js'
+import { censorNested, createLogger, flushLogSync, hundredths, isoTimeOncePerMs, LineBatch, NESTED_DEPTH, REDACT_PATHS, requestLineWriter, SECRET_FIELDS } from '../../src/daemon/logger.js'
 
 function capture(): { lines: Array<Record<string, any>>; text: () => string; stream: Writable } {
   let raw = ''
@@ -42,35 +42,52 @@ function capture(): { lines: Array<Record<string, any>>; text: () => string; str
 const SECRET = 'S3cret-Value-That-Must-Not-Appear'
 
 t.test('keeps the documented redact paths', async (t) => {
-  t.same(
-    REDACT_PATHS,
-    [
-      'req.headers.authorization',
-      'req.headers.cookie',
-      'res.headers["set-cookie"]',
-      'headers.authorization',
-      'headers.cookie',
-      'password',
-      'accessToken',
-      'refreshToken',
-      'token',
-      'mfaToken',
-      'recoveryCode',
-      'recoveryCodes',
-      'secret',
-      'otpauthUrl',
-      'code',
-      '*.password',
-      '*.accessToken',
-      '*.refreshToken',
-      '*.token',
-      '*.mfaToken',
-      '*.recoveryCode',
-      '*.recoveryCodes',
-      '*.secret',
-      '*.otpauthUrl',
-    ],
-  )
+  const fields = [
+    'password',
+    'currentPassword',
+    'newPassword',
+    'passwordHash',
+    'accessToken',
+    'refreshToken',
+    'token',
+    'mfaToken',
+    'recoveryCode',
+    'recoveryCodes',
+    'secret',
+    'otpauthUrl',
+    'authorization',
+    'cookie',
+    'set-cookie',
+  ]
+  t.same(SECRET_FIELDS, fields)
+  t.same(REDACT_PATHS, [
+    'req.headers.authorization',
+    'req.headers.cookie',
+    'res.headers["set-cookie"]',
+    'headers.authorization',
+    'headers.cookie',
+    ...fields.map((f) => (f === 'set-cookie' ? '["set-cookie"]' : f)),
+    'code',
+    ...fields.map((f) => `*.${f}`),
+  ])
+})
+
+t.test("censors a password change's body, a stored user (its factor's secret two levels down) and credential headers anywhere", async (t) => {
+  const out = capture()
+  const log = createLogger({ level: 'info', destination: out.stream })
+  log.info({ body: { currentPassword: SECRET, newPassword: SECRET, kept: 1 } }, 'change')
+  log.info({ user: { id: 'u1', passwordHash: SECRET, mfa: { secret: SECRET, recoveryCodes: [SECRET] } } }, 'user')
+  log.info({ authorization: `Bearer ${SECRET}`, cookie: SECRET, 'set-cookie': SECRET }, 'headers')
+  log.info({ list: [{ token: SECRET }, { fine: true }] }, 'list')
+  log.info({ a: { b: { c: { d: { token: SECRET } } } } }, 'deep')
+  await new Promise((r) => setImmediate(r))
+  t.notOk(out.text().includes(SECRET), 'no secret in the output')
+  const [change, user, headers, list, deep] = out.lines
+  t.same(change!.body, { currentPassword: '[redacted]', newPassword: '[redacted]', kept: 1 })
+  t.same(user!.user, { id: 'u1', passwordHash: '[redacted]', mfa: { secret: '[redacted]', recoveryCodes: '[redacted]' } })
+  t.match(headers, { authorization: '[redacted]', cookie: '[redacted]', 'set-cookie': '[redacted]' })
+  t.same(list!.list, [{ token: '[redacted]' }, { fine: true }], 'an array stays an array')
+  t.same(deep!.a, { b: { c: { d: { token: '[redacted]' } } } }, `${NESTED_DEPTH} levels down`)
 })
 
 t.test('censors every secret field at the top level and one level down', async (t) => {
