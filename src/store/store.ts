@@ -369,8 +369,9 @@ export interface Store {
   // sessions
   getSession(id: string): Promise<SessionRecord | undefined>
   /**
-   * Sessions by id, in order (undefined for one that is gone), read plainly: for listings, which
-   * read each session once (getSession keeps decoded records for the reads /me repeats).
+   * Sessions by id, in order (undefined for one that is gone), in one read: for listings. Neither
+   * this nor getSession keeps what it decoded; what /me repeats is meRead's, and core/me-view.ts
+   * keeps its answers.
    */
   getSessions(ids: string[]): Promise<Array<SessionRecord | undefined>>
   listSessions(userId?: string): Promise<SessionRecord[]>
