@@ -10,6 +10,13 @@
  * any process (a session revoked, a user disabled, a key revoked, by authd or authctl) is seen by
  * the first /me whose turn reads the store after it: in this process at once, in another within
  * one turn of the event loop of a busy daemon.
+ *
+ * What it leans on, each stale only as this module allows: the keyring (keys.ts) is synced here
+ * with the keys' version meRead gives, and its `generation` tells this module when a token it
+ * verified must be checked again; access-tokens.ts remembers verified tokens only while the
+ * keyring holds the very key object that verified them; the LMDB store keeps the decoded fields
+ * meRead reads (lmdb-store.ts, projectedOnChange) and drops them when their bytes change. No
+ * caller outside this module passes a version to any of them.
  */
 import type { MeRecord, Store } from '../store/store.js'
 import type { AccessClaims, AccessTokens } from './access-tokens.js'
