@@ -4,7 +4,7 @@
  * happens in one write transaction, which LMDB serialises across processes. Reads answer with
  * values already resolved: an embedded store answers in microseconds.
  */
-import { chmodSync, closeSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statfsSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
 import { AppError } from '../errors.js'
@@ -244,6 +244,7 @@ function directoryProblem(err: unknown): string | undefined {
 }
 
 export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
+  quietCommitErrors()
   let root: RootDatabase
   try {
     mkdirSync(opts.path, { recursive: true, mode: 0o700 })
@@ -316,7 +317,7 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       // the batch's promise is the one `committed` stands for until the next write
       root.committed.then(ignore, ignore)
       const why = await cause.then(() => err, (e: unknown) => e)
-      throw new AppError('STORE_WRITE_FAILED', { params: { why: commitFailure(why) } })
+      throw new AppError('STORE_WRITE_FAILED', { params: { why: commitFailure(why, opts.path) } })
     })
 
   /** what a write calls when it changed something: the version moves (once) and `audit` is appended */
@@ -977,9 +978,50 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
 const ignore = (): void => {}
 
 /** a failed commit's cause as a phrase ("No space left on device"), without lmdb's page positions */
-function commitFailure(cause: unknown): string {
+/** why a commit failed, as the disk said it (lmdb's page details left out); `path` the store's */
+export function commitFailure(cause: unknown, path?: string): string {
   const message = cause instanceof Error ? cause.message : String(cause)
-  return message.split(': Attempting to write page')[0]!.trim() || 'unknown error'
+  const why = message.split(': Attempting to write page')[0]!.trim() || 'unknown error'
+  // A write into a file mapped in memory that finds no room can fail as an I/O error (tmpfs does
+  // that): said as the full disk it is, rather than as failing hardware
+  if ((cause as { code?: unknown } | null)?.code === EIO && path !== undefined && diskFull(path)) return `No space left on device (${why})`
+  return why
+}
+
+const EIO = 5
+
+/** whether the filesystem holding `path` has no room left for another page or two */
+function diskFull(path: string): boolean {
+  try {
+    const s = statfsSync(path)
+    return s.bavail * s.bsize < 64 * 1024
+  } catch {
+    return false
+  }
+}
+
+/**
+ * lmdb-js prints every failed commit to console.error, stack and all (lmdb/write.js), besides
+ * rejecting the write with it, which the store turns into one sentence (STORE_WRITE_FAILED): a
+ * full disk then filled authctl's stderr and the daemon's journal with a stack per write. Those
+ * printouts, and only those (an Error raised in lmdb's write.js, printed alone), are dropped.
+ * liblmdb's own words on a failed write() (`Write error: … position …, size …`, written by C to
+ * the same stream, then named in the error as "Attempting to write page …") cannot be, and end
+ * without a line end: the line is ended here instead, so the next sentence starts on its own.
+ */
+let quieted = false
+function quietCommitErrors(): void {
+  if (quieted) return
+  quieted = true
+  const print = console.error
+  console.error = (...args: unknown[]) => {
+    const [only] = args
+    if (args.length === 1 && only instanceof Error && /[\\/]lmdb[\\/]write\.js:/.test(only.stack ?? '')) {
+      if (only.message.includes('Attempting to write page')) process.stderr.write('\n')
+      return
+    }
+    print.apply(console, args)
+  }
 }
 
 /**

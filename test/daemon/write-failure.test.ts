@@ -71,6 +71,14 @@ t.test('a write the disk refuses is a 503 with Retry-After, logged with its caus
   t.equal(typeof failed[0]?.reqId, 'string', 'with the request id of the first refused')
   t.equal(lines.filter((l) => l.msg === 'unexpected error').length, 0, 'not logged as unexpected')
   t.notMatch(authd.output(), /Node\.js v|unhandled|uncaught/, 'no unhandled rejection')
+  // besides the log's lines, only lmdb's C library's words on each failed write, each on its own
+  // line (out of reach from JavaScript): no stack of lmdb's printed with them, one per write
+  const others = authd
+    .output()
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('{'))
+  t.ok(others.length > 0, 'a failed write says so on stderr')
+  for (const l of others) t.match(l, /^Write error: No space left on device position \d+, size \d+$/, 'nothing but liblmdb\'s line')
 
   // room again: the same requests succeed, without a restart, and nothing of the refused ones is there
   rmSync(filler)

@@ -15,10 +15,11 @@ import { join } from 'node:path'
 import t from 'tap'
 import { verifyChain } from '../../src/core/audit.js'
 import { generateKey } from '../../src/core/keys.js'
-import { openLmdbStore } from '../../src/store/lmdb-store.js'
+import { commitFailure, openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { AuditDraft, Store } from '../../src/store/store.js'
 import { draft } from '../helpers/audit.js'
 import { ownerOnly } from '../helpers/file-modes.js'
+import { fillUp, noSmallTmpfs, smallTmpfs } from '../helpers/full-disk.js'
 import { nextRequest, session, user } from '../helpers/records.js'
 
 // files and modes
@@ -317,4 +318,18 @@ t.test('a backup is one 0600 file that opens as the same store, and leaves no te
   t.match(await again.getUser('u1'), { email: 'ann@example.com' })
   t.match(await again.getSession('s1'), { userId: 'u1' })
   t.notOk(existsSync(join(dir, 'authd.mdb')), 'nothing written into the data directory')
+})
+
+t.test('a failed commit is named as the disk said it; an I/O error on a full filesystem as the full disk it is', { skip: noSmallTmpfs() }, async (t) => {
+  const page = ': Attempting to write page at position 57344, size 20480, blocks 5, buffer sizes 4096 4096 4096'
+  const enospc = Object.assign(new Error(`No space left on device${page}`), { code: 28 })
+  const eio = Object.assign(new Error(`Input/output error${page}`), { code: 5 })
+  const roomy = t.testdir()
+  t.equal(commitFailure(enospc, roomy), 'No space left on device')
+  t.equal(commitFailure(eio, roomy), 'Input/output error', 'with room: the I/O error it was')
+  const mnt = smallTmpfs(t, '400k')
+  if (mnt === undefined) return
+  fillUp(t, mnt)
+  t.equal(commitFailure(eio, mnt), 'No space left on device (Input/output error)', 'on a full filesystem')
+  t.equal(commitFailure(new Error('MDB_MAP_FULL: Environment mapsize limit reached'), mnt), 'MDB_MAP_FULL: Environment mapsize limit reached', 'no errno: as it was')
 })
