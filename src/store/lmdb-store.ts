@@ -4,7 +4,8 @@
  * happens in one write transaction, which LMDB serialises across processes. Reads answer with
  * values already resolved: an embedded store answers in microseconds.
  */
-import { chmodSync, closeSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statfsSync, statSync } from 'node:fs'
+import { chmodSync, closeSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statfsSync, statSync } from 'node:fs'
+import { constants as osConstants } from 'node:os'
 import { dirname, join } from 'node:path'
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb'
 import { AppError } from '../errors.js'
@@ -947,11 +948,24 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       // LMDB copies an environment into a directory, as data.mdb: copy into a private temp
       // directory beside `file`, then put that one file into place (a data directory holding
       // it as data.mdb is the restored store)
-      const tmp = mkdtempSync(join(dirname(file), '.authd-backup-'))
+      removeStaleBackups(dirname(file))
+      const tmp = mkdtempSync(join(dirname(file), BACKUP_TEMP))
+      // a copy cut short by Ctrl-C or a SIGTERM (a cron job's timeout) is removed, not left
+      // beside the backups; the program then ends as the signal would have ended it (128 + its
+      // number, as a shell reports it)
+      const interrupted = (signal: NodeJS.Signals): void => {
+        rmSync(tmp, { recursive: true, force: true })
+        process.exit(128 + osConstants.signals[signal])
+      }
+      process.once('SIGINT', interrupted)
+      process.once('SIGTERM', interrupted)
+      // liblmdb creates the copy 0666 less the umask: owner-only from its first byte
+      const umask = process.umask(0o077)
       try {
         await root.backup(tmp, true).catch((err: unknown) => {
           throw withErrnoCode(err)
         })
+        process.umask(umask)
         chmodSync(join(tmp, 'data.mdb'), 0o600)
         // a hard link, not a rename: it fails on any entry already at `file` (one made while the
         // copy ran, a symlink even when dangling), where a rename would replace it
@@ -962,6 +976,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
           throw err
         }
       } finally {
+        process.umask(umask)
+        process.off('SIGINT', interrupted)
+        process.off('SIGTERM', interrupted)
         rmSync(tmp, { recursive: true, force: true })
       }
     },
@@ -977,7 +994,31 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
 
 const ignore = (): void => {}
 
-/** a failed commit's cause as a phrase ("No space left on device"), without lmdb's page positions */
+/** the prefix of a backup's temp directory, beside the backup file */
+const BACKUP_TEMP = '.authd-backup-'
+/** a temp directory of a backup this old was left by a copy that was killed (kill -9, a crash) */
+const STALE_BACKUP_MS = 24 * 3600_000
+
+/** removes, in `dir`, the temp directories of backups killed before they could remove them */
+function removeStaleBackups(dir: string): void {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.startsWith(BACKUP_TEMP)) continue
+    const path = join(dir, name)
+    try {
+      const s = lstatSync(path)
+      if (s.isDirectory() && Date.now() - s.mtimeMs > STALE_BACKUP_MS) rmSync(path, { recursive: true, force: true })
+    } catch {
+      // gone meanwhile, or not ours to remove
+    }
+  }
+}
+
 /** why a commit failed, as the disk said it (lmdb's page details left out); `path` the store's */
 export function commitFailure(cause: unknown, path?: string): string {
   const message = cause instanceof Error ? cause.message : String(cause)
