@@ -106,6 +106,10 @@ export const errorRegistry = {
   // authd start
   /** the address or socket cannot be listened on; {why} says what to change (daemon/server.ts) */
   LISTEN_FAILED: { message: 'cannot listen on {where}: {why}' },
+  /** another authd runs on this LMDB data directory (daemon/data-lock.ts) */
+  DATA_DIR_IN_USE: {
+    message: 'another authd (pid {pid}) is running on the data directory {dir}: one authd per LMDB data directory (its rate limits live in its memory); for several, use PostgreSQL',
+  },
 
   // the administrator's operations (core/admin.ts), shared by authctl and its TUI
   USER_NOT_FOUND: { message: 'No user with email or id {ref}.' },

@@ -27,6 +27,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   NO_BACKUP: 2,
 
   LISTEN_FAILED: 1,
+  DATA_DIR_IN_USE: 1,
 
   USER_NOT_FOUND: 1,
   KEY_NOT_FOUND: 1,

@@ -13,6 +13,7 @@ import { loadJwt } from '../core/access-tokens.js'
 import type { Handler } from '../http/app.js'
 import { createLogger, flushLogSync } from './logger.js'
 import { createServices } from './services.js'
+import { lockDataDir } from './data-lock.js'
 import { listen, listenFailure } from './server.js'
 import { version } from '../version.js'
 import { isAppError } from '../errors.js'
@@ -86,6 +87,8 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
   // what the log has gathered is written at exit, also by process.exit (an uncaught exception)
   process.once('exit', () => flushLogSync(log))
+  // before the store is opened: a second authd on an LMDB directory writes nothing there
+  const lock = config.store.backend === 'lmdb' ? await lockDataDir(config.store.path) : null
   const services = await createServices(config, { logger: log })
   const socket = config.server.socket
   const at = socket !== null ? { socket } : { host: config.server.host, port: config.server.port }
@@ -123,6 +126,7 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const signal = await signalled
   log.info({ event: 'stopping', signal }, 'draining in-flight requests')
   await running.stop(10_000)
+  await lock?.release()
   log.info({ event: 'stopped' }, 'authd stopped')
   log.flush()
   return 0
