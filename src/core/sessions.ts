@@ -170,9 +170,13 @@ export function decideRefresh(
   return { action: 'revoke', result: { kind: 'reuse', session } }
 }
 
-/** The session's rotations still inside their grace at `now`, oldest first */
+/**
+ * The session's rotations still inside their grace at `now`, oldest first: up to and including
+ * `reuseGraceMs` after each. A grace of 0 is none at all, also in the millisecond of the rotation
+ * (a second presentation at once is a reuse, as the setting says).
+ */
 const freshRotations = (s: SessionRecord, now: number, policy: SessionPolicy): Rotation[] =>
-  (s.rotations ?? []).filter((r) => now - r.at <= policy.reuseGraceMs)
+  policy.reuseGraceMs > 0 ? (s.rotations ?? []).filter((r) => now - r.at <= policy.reuseGraceMs) : []
 
 /**
  * The session without the sealed successors whose grace has run out (undefined: none to drop).

@@ -135,6 +135,22 @@ t.test('login: clearLoginLimits forgets an email’s limits and an address’s',
   t.equal(await app.auth.clearLoginLimits({ email: 'nobody@example.com' }), 0, 'nothing to forget')
 })
 
+t.test('login: clearing an address forgets its failures per email too (login.per_ip_email), clearing an email forgets them from every address', async (t) => {
+  const app = await buildApp(t, { env: { ...ROOMY, AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '2/1h' } })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const other = { ...client, ip: '198.51.100.9', ipKey: '198.51.100.9' }
+  for (const c of [client, other]) {
+    for (let i = 0; i < 2; i++) await t.rejects(app.auth.login({ email: 'ann@example.com', password: 'wrong one here' }, c), { code: 'INVALID_CREDENTIALS' })
+    await t.rejects(app.auth.login({ email: 'ann@example.com', password: PASSWORD }, c), { code: 'TOO_MANY_LOGINS' }, `per_ip_email spent from ${c.ip}`)
+  }
+  // per_ip (50) and per_email (20) have room: only per_ip_email refuses
+  t.equal(await app.auth.clearLoginLimits({ ipKey: client.ipKey }), 2, "the address's keys: its per_ip and its per_ip_email with ann")
+  await signIn(app, { email: 'ann@example.com', password: PASSWORD }, client)
+  await t.rejects(app.auth.login({ email: 'ann@example.com', password: PASSWORD }, other), { code: 'TOO_MANY_LOGINS' }, 'the other address is still refused')
+  t.equal(await app.auth.clearLoginLimits({ email: 'ann@example.com' }), 2, "the email's keys: its per_email and the other address's per_ip_email")
+  await signIn(app, { email: 'ann@example.com', password: PASSWORD }, other)
+})
+
 t.test('login: a user with a second factor gets an mfaToken and no session; loginMfa refuses bad fields and tokens', async (t) => {
   const app = await buildApp(t, { env: ROOMY })
   const ann = await addUser(app, 'ann@example.com', PASSWORD, { mfa: { secret: 'JBSWY3DPEHPK3PXP', lastStep: 0, recoveryCodes: [], enabledAt: Date.now() } })

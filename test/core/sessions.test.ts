@@ -158,6 +158,7 @@ t.test('decideRefresh: with a zero grace any second presentation is a reuse', as
   const first = decideRefresh(session(rt0), present(rt0), { now: T0, policy: zero })
   if (first.action !== 'rotate') throw new Error('not rotated')
   t.equal(decideRefresh(first.session, present(rt0), { now: T0 + 1, policy: zero }).result.kind, 'reuse')
+  t.equal(decideRefresh(first.session, present(rt0), { now: T0, policy: zero }).result.kind, 'reuse', 'in the very millisecond of the rotation too')
 })
 
 t.test('decideRefresh: a token several rotations back, within the grace of its own rotation, gets the live token', async (t) => {
