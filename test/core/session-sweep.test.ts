@@ -159,3 +159,18 @@ t.test('a user beyond max_per_user (a store from before it) is trimmed by the sw
   t.ok(pauses >= 950 / 100, `in chunks (${pauses} pauses)`)
   t.equal(await sweepExpiredSessions(store, T0 + 2000, { ...policy, maxPerUser: 50 }), 0, 'nothing more to do')
 })
+
+t.test('the last user the sweep walks is trimmed too: a store of one user, and a user beyond the bound whose id sorts last', async (t) => {
+  const policy5 = { ...policy, maxPerUser: 5 }
+  const alone = await openStore(t)
+  await Promise.all(Array.from({ length: 8 }, (_, i) => stored(alone, { id: `s${i}`, userId: 'only', at: T0 + i })))
+  t.equal(await sweepExpiredSessions(alone, T0 + 100, policy5), 3, 'the one user of the store')
+  t.same((await alone.listSessions('only')).map((s) => s.id).sort(), ['s3', 's4', 's5', 's6', 's7'], 'its five most recently used stay')
+
+  const store = await openStore(t)
+  for (const u of ['a-user', 'b-user']) await Promise.all(Array.from({ length: 3 }, (_, i) => stored(store, { id: `${u}-${i}`, userId: u, at: T0 + i })))
+  await Promise.all(Array.from({ length: 7 }, (_, i) => stored(store, { id: `z${i}`, userId: 'z-user', at: T0 + i })))
+  t.equal(await sweepExpiredSessions(store, T0 + 100, policy5, { chunk: 4 }), 2, 'the last user walked, over chunk boundaries')
+  t.same((await store.listSessions('z-user')).map((s) => s.id).sort(), ['z2', 'z3', 'z4', 'z5', 'z6'])
+  t.equal(await store.countSessions('a-user'), 3)
+})
