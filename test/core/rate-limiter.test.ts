@@ -244,6 +244,19 @@ t.test('maxKeys: a refused call forgets nothing to make room', async (t) => {
   t.notOk(limiter.consume([{ key: 'b', rule: r1 }]).ok, "'b' is still held")
 })
 
+t.test("maxKeys: a call never forgets its own keys to make room for its others (the count it adds to would start afresh)", async (t) => {
+  const { clock, limiter } = setup(2)
+  const r3 = rule(3, 60_000)
+  const pair = { key: 'pair', rule: r3, keep: Keep.PAIR }
+  for (let i = 0; i < 2; i++) t.ok(limiter.consume([pair]).ok, `failure ${i + 1} of 3`)
+  clock.advance(1000)
+  t.ok(limiter.consume([{ key: 'other', rule: r3, keep: Keep.PAIR }]).ok, 'the limiter is full')
+  clock.advance(1000)
+  // 'pair' is the oldest key, the one room for 'fresh' would be taken from were it not named here
+  t.ok(limiter.consume([pair, { key: 'fresh', rule: rule(20, 60_000), keep: Keep.ACCOUNT }]).ok, "the third failure of 'pair', with a new key beside it")
+  t.match(limiter.consume([pair]), { ok: false, blockedBy: 0 }, "'pair' kept its three: the fourth is refused")
+})
+
 t.test('maxKeys: expired keys are dropped before any live key', async (t) => {
   const clock = fakeClock()
   let evicted = 0
