@@ -157,6 +157,12 @@ t.test('login/mfa with a TOTP code: signs in with both cookies and amr pwd+otp+m
 
   const reused = await second(a, { mfaToken: token, code: codeAt(secret, stepAt(a.clock.at) + 1) })
   t.same([reused.status, reused.body], [401, { success: false, message: 'Invalid or expired MFA token' }], 'a used mfaToken')
+  const invalidCodes = async (): Promise<number> =>
+    Number(/^authd_mfa_total\{outcome="invalid_code"\} (\d+)$/m.exec((await call(a, 'GET', '/metrics')).text)?.[1] ?? 0)
+  const wrongBefore = await invalidCodes()
+  const wrongOnUsed = await second(a, { mfaToken: token, code: code === '000000' ? '111111' : '000000' })
+  t.same([wrongOnUsed.status, wrongOnUsed.body], [401, { success: false, message: 'Invalid or expired MFA token' }], 'a used mfaToken with a wrong code: the token is what is refused')
+  t.equal(await invalidCodes(), wrongBefore, 'not counted as a wrong code')
   const replay = await second(a, { mfaToken: await mfaToken(a, 'ann@example.com'), code })
   t.same([replay.status, replay.body], [401, { success: false, message: 'Invalid code' }], 'the same code again, with a new mfaToken')
   t.same(cookies(replay), [])
