@@ -9,7 +9,7 @@ import { createAccessTokens, type AccessTokens } from '../../src/core/access-tok
 import { createKeyring, generateKey, type Keyring } from '../../src/core/keys.js'
 import { openLmdbStore } from '../../src/store/lmdb-store.js'
 import type { Store } from '../../src/store/store.js'
-import { decode, highSTwin, P256_N, sOf } from '../helpers/jwt.js'
+import { craft, decode, highSTwin, P256_N, signer, sOf } from '../helpers/jwt.js'
 
 const TTL = 15 * 60_000
 const TOLERANCE = 5_000
@@ -128,4 +128,24 @@ t.test('answers null, never throwing, for arbitrary input', async (t) => {
   t.equal(tokens.verify(''), null)
   t.equal(tokens.verify('..'), null)
   t.equal(tokens.verify(`${h}.${p}.`), null)
+})
+
+t.test('refuses a token of ours, validly signed, that is longer than 4096 characters or whose jti is missing or not a string', async (t) => {
+  const { store, tokens, clock } = await setup(t)
+  const key = (await store.listKeys()).find((k) => k.state === 'active')!
+  const header = { alg: key.alg, kid: key.kid, typ: 'at+jwt' }
+  const iat = Math.floor(clock.now / 1000)
+  const claims = { iss: 'authd', aud: 'authd', ...CLAIMS, jti: 'j-1', iat, exp: iat + TTL / 1000 }
+  const good = craft(header, claims, signer(key))
+  t.ok(tokens.verify(good), 'the same token, crafted here, is accepted: only what differs refuses the others')
+  // padded to just over the bound with a claim of its own: still a valid signature over all of it
+  const filler = 'x'.repeat(4096)
+  const long = craft(header, { ...claims, pad: filler }, signer(key))
+  t.ok(long.length > 4096 && long.length < 6000)
+  t.equal(tokens.verify(long), null, `${long.length} characters`)
+  const shortPad = craft(header, { ...claims, pad: 'x'.repeat(2000) }, signer(key))
+  t.ok(shortPad.length <= 4096 && tokens.verify(shortPad), 'a padded token within the bound is accepted (the bound, not the claim, refuses the long one)')
+  const { jti: _jti, ...noJti } = claims
+  t.equal(tokens.verify(craft(header, noJti, signer(key))), null, 'no jti')
+  t.equal(tokens.verify(craft(header, { ...claims, jti: 7 }, signer(key))), null, 'a jti that is a number')
 })

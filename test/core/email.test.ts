@@ -226,3 +226,10 @@ t.test('refuses a domain ToASCII reads as an IP address (it would store it rewri
   t.equal(registrableEmail('ann@2024.example'), 'ann@2024.example', 'numeric labels that are not the last one are a name')
   t.equal(registrableEmail('ann@example.co'), 'ann@example.co')
 })
+
+t.test('refuses an address that is not well-formed Unicode (a lone surrogate, as an import file can carry)', async (t) => {
+  for (const email of ['ann\ud800@example.com', 'ann@exa\udc00mple.com', '\udbff@example.com']) {
+    t.same(checkEmail(email), { problem: 'it is not well-formed Unicode' }, JSON.stringify(email))
+  }
+  t.equal(registrableEmail('ann\ud83d\ude00@example.com'), 'ann\ud83d\ude00@example.com', 'a surrogate pair is a character like any other')
+})
