@@ -41,7 +41,7 @@ export interface SessionSummary {
   lastUsedAt: number
   /** when the session dies if left unused: the earlier of the idle and the absolute expiry */
   expiresAt: number
-  /** createdAt + sessions.absolute_ttl */
+  /** when it dies however it is used: createdAt + sessions.absolute_ttl (as configured now, or at login if that was sooner) */
   absoluteExpiresAt: number
   ip: string
   userAgent: string
@@ -309,7 +309,7 @@ export function createAdmin(deps: AdminDeps): Admin {
     createdAt: s.createdAt,
     lastUsedAt: s.lastUsedAt,
     expiresAt: expiresIfUnused(s, config.sessions),
-    absoluteExpiresAt: s.expiresAt,
+    absoluteExpiresAt: Math.min(s.expiresAt, s.createdAt + config.sessions.absoluteTtlMs),
     ip: s.ip,
     userAgent: s.userAgent,
   })

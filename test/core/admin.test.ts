@@ -110,6 +110,20 @@ t.test('disable and a new password revoke every session of the user; counts and 
   await t.rejects(admin.removeUser(bob.id), { code: 'USER_NOT_FOUND' })
 })
 
+t.test('sessions list under a lowered sessions.absolute_ttl: what each session has left by it, and older ones not listed', async (t) => {
+  // sessions started under 30d, listed by an authctl whose config now says 2d
+  const { admin, store, clock } = await setup(t, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2d' })
+  const ann = await admin.addUser('ann@example.com', 'correct horse battery')
+  const now = clock.now
+  await store.createSession(session(ann.id, now - DAY, { expiresAt: now - DAY + 30 * DAY }))
+  await store.createSession(session(ann.id, now - 3 * DAY, { lastUsedAt: now - MIN, expiresAt: now - 3 * DAY + 30 * DAY }))
+  const listed = await admin.listSessions(ann.id)
+  t.equal(listed.length, 1, 'the one started three days ago is over: not listed')
+  t.equal(listed[0]!.absoluteExpiresAt, now + DAY, 'two days after its login, not the thirty it was given')
+  t.equal(listed[0]!.expiresAt, now + DAY, 'which comes before its idle expiry')
+  t.equal((await admin.listUsers())[0]!.sessions, 1)
+})
+
 t.test('revoking sessions: one, a user’s, all', async (t) => {
   const { admin, store, clock } = await setup(t)
   const ann = await admin.addUser('ann@example.com', 'correct horse battery')
