@@ -10,6 +10,7 @@ import { describeConfig } from '../config/describe.js'
 import { derivePublicUrl } from '../config/defaults.js'
 import type { Config } from '../config/types.js'
 import { loadJwt } from '../core/access-tokens.js'
+import { newDeviceKey } from '../core/device-cookies.js'
 import type { Handler } from '../http/app.js'
 import { createLogger, flushLogSync } from './logger.js'
 import { createServices } from './services.js'
@@ -87,9 +88,16 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const log = config.dev ? await devLogger(config) : createLogger({ level: config.log.level })
   // what the log has gathered is written at exit, also by process.exit (an uncaught exception)
   process.once('exit', () => flushLogSync(log))
-  // before the store is opened: a second authd on an LMDB directory writes nothing there
-  const lock = config.store.backend === 'lmdb' ? await lockDataDir(config.store.path) : null
   const services = await createServices(config, { logger: log })
+  // before it listens: a second authd on an LMDB directory (which it has opened only as authctl
+  // would) is refused; the lock's name needs the store's secret, which only its owner can read
+  const lock =
+    config.store.backend === 'lmdb'
+      ? await services.store.ensureDeviceKey(newDeviceKey).then((secret) => lockDataDir(config.store.path, secret)).catch(async (err: unknown) => {
+          await services.close()
+          throw err
+        })
+      : null
   const socket = config.server.socket
   const at = socket !== null ? { socket } : { host: config.server.host, port: config.server.port }
   // the default public URL of --port 0 names the port actually chosen: the app is built with it
