@@ -36,7 +36,9 @@ await copying
 process.stdout.write('finished\\n')
 `,
     )
-    const run = await runNode([`--import=${IMPORT}`, child], { cwd: dir })
+    // a program of its own, as authctl is: none of the test runner's hooks (its NODE_OPTIONS
+    // load a signal-exit handler that raises the signal again itself)
+    const run = await runNode([`--import=${IMPORT}`, child], { cwd: dir, env: { PATH: process.env.PATH, HOME: process.env.HOME } })
     t.equal(run.code, signal === 'SIGINT' ? 130 : 143, `ended as the signal ends a program: ${run.stderr}`)
     t.same(JSON.parse(run.stdout.split('\n')[0]!), { umask: 0o077 }, 'the copy is made owner-only (umask 077)')
     t.notMatch(run.stdout, /finished/)

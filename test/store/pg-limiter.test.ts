@@ -325,6 +325,23 @@ t.test("a refusal the database gave to a consume asked before this instance's cl
   t.ok((await a.consume([entry])).ok, 'after the clear, counted afresh: that refusal was not answered from memory')
 })
 
+t.test("a clear of one key (a successful login's) forgets that key's remembered refusals only, not a flood's of others", async (t) => {
+  const s = await setup(t)
+  if (!s) return
+  const [a] = s.limiters as [RateLimiter]
+  const flooded: RateEntry = { key: limitKey('login_ip', '203.0.113.9'), rule: rule(1) }
+  const mine: RateEntry = { key: limitKey('login_ip_email', '198.51.100.6', 'di@example.com'), rule: rule(5) }
+  t.ok((await a.consume([flooded])).ok)
+  t.notOk((await a.consume([flooded])).ok, 'refused, and remembered for the hold')
+  // behind the limiter's back: were it asked, the database would now admit the flooded key
+  await s.admin.query('DELETE FROM authd_rate WHERE key = $1', [flooded.key])
+  const charge = await a.consume([mine])
+  if (!charge.ok) throw new Error('not charged')
+  await a.release(charge.token, mine.key)
+  t.notOk((await a.consume([flooded])).ok, "still answered from memory: the clear of another key left it")
+  t.ok((await a.consume([mine])).ok, 'the cleared key counts afresh')
+})
+
 async function held(url: string, key: string): Promise<number> {
   const c = new pg.Client({ connectionString: url })
   await c.connect()

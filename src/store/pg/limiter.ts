@@ -60,7 +60,9 @@ export interface PgRateLimiter extends RateLimiter {
    * which takes it as `consume` would have (the refusal remembered, the charge's token issued).
    */
   consumeArgs(entries: ReadonlyArray<RateEntry>): unknown[]
-  settle(entries: ReadonlyArray<RateEntry>, row: ConsumeRow): ConsumeResult
+  /** where this instance's clears stand: taken before the statement is sent, given to `settle` */
+  epoch(): number
+  settle(entries: ReadonlyArray<RateEntry>, row: ConsumeRow, asked: number): ConsumeResult
   /** deletes the logs whose events have all left their window (one bounded batch); how many */
   prune(): Promise<number>
   /** stops the periodic prune */
@@ -72,22 +74,51 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
   /** `key window` → a refusal the database gave: asked again at `recheck`, room again at `free` */
   const refusals = new Map<string, { recheck: number; free: number }>()
   const counter = (e: RateEntry): string => `${e.key} ${e.rule.windowMs}`
-  // Moved by every clear of this instance, before and after its DELETE: a refusal the database
-  // gave to a consume asked before the clear was done (its answer may predate the DELETE) is
-  // returned, but not remembered, so no refusal is answered from memory after a clear.
+  // A clear of this instance (a key's: a successful login's, an admin's of one key; or by part:
+  // `limits clear`) forgets what it clears from memory before and after its DELETE, and a refusal
+  // the database gave to a consume asked before the clear was done (its answer may predate the
+  // DELETE) is returned but not remembered: no refusal is answered from memory after a clear.
+  // Only the keys cleared are forgotten: a successful login must not send a flood's remembered
+  // refusals of other keys back to the database.
   let epoch = 0
-  /** the epoch each consume's arguments were made in (consumeArgs, then settle, same entries) */
-  const askedIn = new WeakMap<ReadonlyArray<RateEntry>, number>()
-  const cleared = async <T>(work: () => Promise<T>): Promise<T> => {
+  /** a key's clear: Infinity while it runs, then the epoch it ended at */
+  const clearedAt = new Map<string, number>()
+  /** the same for a clear by part (any key may be among those it deletes) */
+  let clearedAllAt = 0
+  const forgetRefusals = (key: string): void => {
+    if (refusals.size === 0) return
+    const prefix = `${key} `
+    for (const c of refusals.keys()) if (c.startsWith(prefix)) refusals.delete(c)
+  }
+  const clearing = async <T>(key: string | null, work: () => Promise<T>): Promise<T> => {
     epoch++
-    refusals.clear()
+    if (key === null) {
+      clearedAllAt = Infinity
+      refusals.clear()
+    } else {
+      if (clearedAt.size >= REFUSALS_KEPT) {
+        // too many to keep apart: as if all were cleared now
+        clearedAt.clear()
+        clearedAllAt = Math.max(clearedAllAt, epoch)
+      }
+      clearedAt.set(key, Infinity)
+      forgetRefusals(key)
+    }
     try {
       return await work()
     } finally {
       epoch++
-      refusals.clear()
+      if (key === null) {
+        clearedAllAt = epoch
+        refusals.clear()
+      } else {
+        clearedAt.set(key, epoch)
+        forgetRefusals(key)
+      }
     }
   }
+  /** whether a refusal of `key` asked at epoch `asked` may be remembered: no clear of it since */
+  const rememberable = (key: string, asked: number): boolean => asked >= clearedAllAt && asked >= (clearedAt.get(key) ?? 0)
 
   /** a refusal of `entries` remembered and still held, or undefined: ask the database */
   const remembered = (entries: ReadonlyArray<RateEntry>): Extract<ConsumeResult, { ok: false }> | undefined => {
@@ -119,22 +150,19 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     return rows[0]!.n
   }
   const forget = (key: string): Promise<void> =>
-    cleared(async () => {
+    clearing(key, async () => {
       await db.query(`DELETE FROM authd_rate WHERE key = $1`, [key])
     })
 
-  const consumeArgs = (entries: ReadonlyArray<RateEntry>): unknown[] => {
-    askedIn.set(entries, epoch)
-    return [entries.map((e) => e.key), entries.map((e) => e.rule.windowMs), entries.map((e) => e.rule.count)]
-  }
-  const settle = (entries: ReadonlyArray<RateEntry>, r: ConsumeRow): ConsumeResult => {
+  const consumeArgs = (entries: ReadonlyArray<RateEntry>): unknown[] => [entries.map((e) => e.key), entries.map((e) => e.rule.windowMs), entries.map((e) => e.rule.count)]
+  const settle = (entries: ReadonlyArray<RateEntry>, r: ConsumeRow, asked: number): ConsumeResult => {
     if (!r.ok) {
       const waitMs = r.wait_us / 1000
       const t = now()
       const c = counter(entries[r.blocked_by]!)
       // a counter listed twice in one call was refused for the double charge: not remembered;
-      // nor a refusal asked for before a clear of this instance was done
-      if (entries.filter((e) => counter(e) === c).length === 1 && askedIn.get(entries) === epoch) {
+      // nor a refusal asked for before a clear of its key by this instance was done
+      if (entries.filter((e) => counter(e) === c).length === 1 && rememberable(entries[r.blocked_by]!.key, asked)) {
         if (refusals.size >= REFUSALS_KEPT) refusals.clear()
         refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
       }
@@ -156,13 +184,15 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     refusedNow: remembered,
 
     consumeArgs,
+    epoch: () => epoch,
     settle,
 
     async consume(entries: ReadonlyArray<RateEntry>): Promise<ConsumeResult> {
       const held = remembered(entries)
       if (held !== undefined) return held
+      const asked = epoch
       const [r] = await db.query<ConsumeRow>(`SELECT ${CONSUME_COLUMNS} FROM authd_rate_consume($1, $2, $3)`, consumeArgs(entries))
-      return settle(entries, r!)
+      return settle(entries, r!, asked)
     },
 
     async release(token, reset) {
@@ -173,7 +203,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
       }
       // un-counting by time twice removes nothing more: kept until done, so a failed release can be repeated
       const release = () => db.query(`SELECT authd_rate_release($1, $2, $3, $4)`, [counted.keys, counted.windows, counted.at, reset ?? null])
-      await (reset !== undefined ? cleared(release) : release())
+      await (reset !== undefined ? clearing(reset, release) : release())
       issued.delete(token)
     },
 
@@ -181,7 +211,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
 
     resetByPart(axis, index, part) {
       // keys are `axis:h1|h2…` (limitKey); the part's hash sits at `index` after the colon
-      return cleared(async () => {
+      return clearing(null, async () => {
         const rows = await db.query<{ n: number }>(
           `WITH gone AS (
              DELETE FROM authd_rate

@@ -525,12 +525,13 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
       if (charge !== undefined && charge.limiter === limiter) {
         const known = limiter.refusedNow(charge.entries)
         if (known !== undefined) return charge.refused(known)
+        const asked = limiter.epoch()
         const [row] = await db.query<ConsumeRow & { record: SessionRecord | null; v: string | null; user: UserRecord | null }>(CHARGED_REFRESH_READ, [
           tokenHash,
           familyHash ?? null,
           ...limiter.consumeArgs(charge.entries),
         ])
-        const attempt = limiter.settle(charge.entries, row!)
+        const attempt = limiter.settle(charge.entries, row!, asked)
         if (!attempt.ok) return charge.refused(attempt)
         if (row!.record !== null) seen = { record: row!.record, v: row!.v!, user: row!.user }
       } else {
