@@ -460,6 +460,7 @@ function ratioRow(id, name, f, min, baseline, abs) {
     value: ratio,
     unit: `× ${baseline}`,
     target: `≥ ${min.toFixed(2)} × ${baseline}`,
+    min,
     pass: ratio >= min,
     detail: `${fmt(median(a.map((x) => x[0])))}/s vs ${fmt(median(a.map((x) => x[1])))}/s`,
     rounds: rounds.map(f),
@@ -480,7 +481,9 @@ function fmt(n) {
 // a row NOT MEASURED (no PostgreSQL here) neither passes nor fails the run; it says why
 const allPass = rows.every((r) => r.pass !== false) && problems.length === 0
 const notMeasured = rows.filter((r) => r.pass === null).length
-const shown = (r) => (r.value === null ? '—' : r.unit.startsWith('×') ? `${r.value.toFixed(2)} ${r.unit}` : `${r.value.toFixed(1)} ${r.unit}`)
+// a ratio within half a hundredth of its target is shown to four places: 0.8496 is not "0.85"
+const ratioText = (r) => r.value.toFixed(r.min !== undefined && Math.abs(r.value - r.min) < 0.005 ? 4 : 2)
+const shown = (r) => (r.value === null ? '—' : r.unit.startsWith('×') ? `${ratioText(r)} ${r.unit}` : `${r.value.toFixed(1)} ${r.unit}`)
 const table = [
   '| row | measured | target | result | detail |',
   '|---|---|---|---|---|',
