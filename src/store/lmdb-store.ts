@@ -950,12 +950,18 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       // it as data.mdb is the restored store)
       removeStaleBackups(dirname(file))
       const tmp = mkdtempSync(join(dirname(file), BACKUP_TEMP))
-      // a copy cut short by Ctrl-C or a SIGTERM (a cron job's timeout) is removed, not left
-      // beside the backups; the program then ends as the signal would have ended it (128 + its
-      // number, as a shell reports it)
+      // A copy cut short by Ctrl-C or a SIGTERM (a cron job's timeout) is removed, not left
+      // beside the backups, and nothing after it runs; then the signal does what it would have
+      // done, raised again once this listener is gone. Where that raise does not end the program
+      // (a parent that had the signal ignored, say), it exits as a shell reports such an end.
+      let interruptedBy: NodeJS.Signals | undefined
       const interrupted = (signal: NodeJS.Signals): void => {
+        interruptedBy = signal
         rmSync(tmp, { recursive: true, force: true })
-        process.exit(128 + osConstants.signals[signal])
+        process.off('SIGINT', interrupted)
+        process.off('SIGTERM', interrupted)
+        process.kill(process.pid, signal)
+        setTimeout(() => process.exit(128 + osConstants.signals[signal]), 100)
       }
       process.once('SIGINT', interrupted)
       process.once('SIGTERM', interrupted)
@@ -965,6 +971,8 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         await root.backup(tmp, true).catch((err: unknown) => {
           throw withErrnoCode(err)
         })
+        // the copy was cut short: the program is ending, and the copy is gone
+        if (interruptedBy !== undefined) await new Promise<never>(() => {})
         process.umask(umask)
         chmodSync(join(tmp, 'data.mdb'), 0o600)
         // a hard link, not a rename: it fails on any entry already at `file` (one made while the

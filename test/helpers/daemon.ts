@@ -100,8 +100,10 @@ export async function spawnDaemon(t: Test, dir: string, opts: DaemonOptions = {}
 
 /** how a program run to its end (runAuthd, runNode) ended */
 export interface ProgramRun {
-  /** the exit code; null when killed (it ran past `timeoutMs`) */
+  /** the exit code; null when killed (it ran past `timeoutMs`, or a signal ended it) */
   code: number | null
+  /** the signal that ended it, if one did */
+  signal?: NodeJS.Signals | null
   stdout: string
   stderr: string
 }
@@ -121,9 +123,9 @@ export function runNode(args: string[], opts: { cwd: string; env?: NodeJS.Proces
     proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
     const timer = setTimeout(() => proc.kill('SIGKILL'), opts.timeoutMs ?? 20_000)
     proc.on('error', reject)
-    proc.on('close', (code) => {
+    proc.on('close', (code, signal) => {
       clearTimeout(timer)
-      resolve({ code, stdout, stderr })
+      resolve({ code, signal, stdout, stderr })
     })
   })
 }
