@@ -88,15 +88,20 @@ export async function readPasswordFromStdin(input: NodeJS.ReadableStream): Promi
  * while the user types. Backspace and Ctrl-U edit; Enter ends; Ctrl-C or Ctrl-D cancel. Raw mode
  * is on before the question shows, so nothing typed once it shows is ever echoed (the other order
  * left a moment in which the terminal itself echoed a fast typist's keys).
+ *
+ * What arrived after the Enter in the same read (typed ahead, or both lines pasted at once) is
+ * kept in `ahead` for the next prompt that is given it, rather than dropped.
  */
-export function promptHidden(io: PasswordIo, question: string): Promise<string> {
+export function promptHidden(io: PasswordIo, question: string, ahead: { text: string } = { text: '' }): Promise<string> {
   const { input } = io
   input.setRawMode!(true)
   io.prompt(question)
   return new Promise((resolve, reject) => {
     let chars: string[] = []
+    let finished = false
     const decoder = new StringDecoder('utf8')
     const done = (err?: Error): void => {
+      finished = true
       input.removeListener('data', onData)
       input.removeListener('end', onEnd)
       input.setRawMode!(false)
@@ -106,10 +111,15 @@ export function promptHidden(io: PasswordIo, question: string): Promise<string> 
       else resolve(chars.join(''))
     }
     const onEnd = (): void => done(new AppError('CANCELLED'))
-    const onData = (chunk: Buffer | string): void => {
-      const text = typeof chunk === 'string' ? chunk : decoder.write(chunk)
-      for (const ch of text) {
-        if (ch === '\r' || ch === '\n') return done()
+    const feed = (text: string): void => {
+      for (let i = 0; i < text.length; ) {
+        const ch = String.fromCodePoint(text.codePointAt(i)!)
+        i += ch.length
+        if (ch === '\r' || ch === '\n') {
+          // one line end is \r, \n or \r\n: what follows it is the next prompt's
+          ahead.text = text.slice(ch === '\r' && text[i] === '\n' ? i + 1 : i)
+          return done()
+        }
         if (ch === '\u0003') return done(new AppError('CANCELLED'))
         if (ch === '\u0004') return chars.length === 0 ? done(new AppError('CANCELLED')) : done()
         if (ch === '\u007f' || ch === '\b') chars.pop()
@@ -119,6 +129,11 @@ export function promptHidden(io: PasswordIo, question: string): Promise<string> 
         else if (ch >= ' ' && !(ch >= '\u0080' && ch <= '\u009f')) chars.push(ch)
       }
     }
+    const onData = (chunk: Buffer | string): void => feed(typeof chunk === 'string' ? chunk : decoder.write(chunk))
+    const typed = ahead.text
+    ahead.text = ''
+    feed(typed)
+    if (finished) return
     input.on('data', onData)
     input.once('end', onEnd)
     input.resume()
@@ -132,9 +147,11 @@ export async function readNewPassword(opts: { passwordStdin: boolean; io?: Passw
   const io = opts.io ?? processPasswordIo()
   if (opts.passwordStdin) return readPasswordFromStdin(io.input)
   if (!isTerminal(io.input)) throw new AppError('PASSWORD_NEEDS_TERMINAL')
-  const first = await promptHidden(io, 'New password: ')
+  // the repeat may have come in the same read as the first (pasted, or typed ahead)
+  const ahead = { text: '' }
+  const first = await promptHidden(io, 'New password: ', ahead)
   if (first === '') throw new AppError('NO_PASSWORD')
-  const second = await promptHidden(io, 'Repeat the new password: ')
+  const second = await promptHidden(io, 'Repeat the new password: ', ahead)
   if (first !== second) throw new AppError('PASSWORDS_DIFFER')
   return first
 }

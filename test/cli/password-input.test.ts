@@ -84,6 +84,22 @@ t.test('a new password is asked twice and must match; without a terminal --passw
   t.equal(await asking, 'a long passphrase')
   t.equal(term.shown(), 'New password: \nRepeat the new password: \n')
 
+  // both lines in one read (pasted, or typed ahead over a slow link): the repeat is not lost
+  for (const [what, text] of [['\\r', 'a long passphrase\ra long passphrase\r'], ['\\r\\n', 'a long passphrase\r\na long passphrase\r\n']]) {
+    const pasted = fakeTerminal()
+    const both = readNewPassword({ passwordStdin: false, io: pasted.io })
+    pasted.input.write(text)
+    t.equal(await both, 'a long passphrase', `both lines in one read, ending in ${what}`)
+    t.equal(pasted.shown(), 'New password: \nRepeat the new password: \n')
+    t.same(pasted.raw, [true, false, true, false], 'the terminal restored after each')
+  }
+  const half = fakeTerminal()
+  const halfRead = readNewPassword({ passwordStdin: false, io: half.io })
+  half.input.write('a long passphrase\ra long')
+  await new Promise((r) => setImmediate(r))
+  half.input.write(' passphrase\r')
+  t.equal(await halfRead, 'a long passphrase', 'the repeat begun in the first read and ended in the next')
+
   const mismatch = fakeTerminal()
   const m = readNewPassword({ passwordStdin: false, io: mismatch.io })
   mismatch.input.write('a long passphrase\r')
