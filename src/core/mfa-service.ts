@@ -78,7 +78,7 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
     const charge = await loginCharges.charge(user.email, user.id, client)
     if (!charge.ok) {
       events.rateLimited(charge.limit)
-      refusals.refused({ event: 'login', limit: charge.limit, ip: client.ip }, 'login refused by rate limit')
+      refusals.refused({ event: 'mfa_change', limit: charge.limit, ip: client.ip }, 'second-factor change refused by rate limit')
       throw new AppError('TOO_MANY_LOGINS', { retryAfterS: charge.retryAfterS })
     }
     // no password at all: nothing was checked, and nothing is counted

@@ -9,7 +9,7 @@
  * of its 400s, 404s and 405s: docs/observability.md).
  */
 export interface RefusalFields {
-  event: 'login' | 'register' | 'password_change' | 'login_mfa'
+  event: 'login' | 'register' | 'password_change' | 'login_mfa' | 'mfa_change'
   limit: string
   ip: string
 }
@@ -52,8 +52,10 @@ export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
     }
   }
   const timer = setInterval(flush, opts.periodMs ?? 10_000).unref()
-  // the key of the last refusal's limit and address, remembered as one string (its hash with it)
-  let last = { limit: '', ip: '', key: '' }
+  // the key of the last refusal's event, limit and address, remembered as one string (its hash
+  // with it); the event is part of it: a login flood and a password change refused under one
+  // limit from one address are two lines, each with its own repeats
+  let last = { event: '', limit: '', ip: '', key: '' }
 
   const repeat = (key: string, first: () => void, fields: object, msg: string): void => {
     const q = quiet.get(key)
@@ -68,7 +70,9 @@ export function createRefusalLog(opts: RefusalLogOptions): RefusalLog {
   return {
     refused(fields, msg) {
       // a refusal of a client already quiet under that limit (a flood) only counts: nothing made
-      if (last.limit !== fields.limit || last.ip !== fields.ip) last = { limit: fields.limit, ip: fields.ip, key: `${fields.limit} ${fields.ip}` }
+      if (last.event !== fields.event || last.limit !== fields.limit || last.ip !== fields.ip) {
+        last = { event: fields.event, limit: fields.limit, ip: fields.ip, key: `${fields.event} ${fields.limit} ${fields.ip}` }
+      }
       const q = quiet.get(last.key)
       if (q !== undefined) {
         q.repeated++

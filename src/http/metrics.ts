@@ -7,7 +7,7 @@
  * validate their labels on every observation, which was a tenth of the time of a /me.
  */
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client'
-import type { AuthEvents, LoginOutcome } from '../core/auth-service.js'
+import type { AuthEvents, LoginOutcome, MeOutcome, MfaAccountAction, MfaOutcome, RefreshMetric } from '../core/auth-service.js'
 
 export interface Metrics {
   registry: Registry
@@ -29,7 +29,11 @@ interface Value {
   exemplar?: null
 }
 
-/** A counter with one label, whose values are the few outcomes the use-cases report. */
+/**
+ * A counter with one label, whose values are the few outcomes the use-cases report. Each known
+ * value is there at 0 from the start: a series that first appears at 1 reads as no increase to
+ * Prometheus's increase() and rate(), so an alert on the first reuse would miss it.
+ */
 class OutcomeCounter {
   readonly type = 'counter'
   readonly aggregator = 'sum'
@@ -40,8 +44,10 @@ class OutcomeCounter {
     readonly name: string,
     readonly help: string,
     private readonly label: string,
+    private readonly known: readonly string[],
   ) {
     this.labelNames = [label]
+    this.reset()
   }
 
   inc(value: string): void {
@@ -55,6 +61,7 @@ class OutcomeCounter {
 
   reset(): void {
     this.counts.clear()
+    for (const v of this.known) this.counts.set(v, 0)
   }
 }
 
@@ -144,22 +151,32 @@ export function loginMetric(outcome: LoginOutcome): string {
   return outcome === 'unknown_user' || outcome === 'bad_password' || outcome === 'disabled' ? 'invalid_credentials' : outcome
 }
 
+// every value each counter can take (docs/observability.md, "Metrics"), shown at 0 until counted
+const LOGIN_OUTCOMES = ['success', 'mfa_required', 'invalid_credentials', 'invalid_input', 'rate_limited'] as const
+const ME_OUTCOMES: readonly MeOutcome[] = ['success', 'missing', 'invalid']
+const REFRESH_OUTCOMES: readonly RefreshMetric[] = ['success', 'grace', 'missing', 'invalid', 'expired', 'reuse', 'rate_limited']
+const REGISTER_OUTCOMES: ReadonlyArray<Parameters<AuthEvents['register']>[0]> = ['success', 'conflict', 'invalid', 'disabled', 'rate_limited']
+const PASSWORD_CHANGE_OUTCOMES: ReadonlyArray<Parameters<AuthEvents['passwordChange']>[0]> = ['success', 'invalid_input', 'incorrect', 'rate_limited']
+const MFA_OUTCOMES: readonly MfaOutcome[] = ['totp', 'recovery_code', 'invalid_code', 'invalid_token', 'invalid_input', 'rate_limited']
+const MFA_ACCOUNT_ACTIONS: readonly MfaAccountAction[] = ['setup', 'enable', 'invalid_code', 'disable', 'recovery_codes', 'wrong_password']
+const LIMITS = ['login.per_ip', 'login.per_ip_email', 'login.per_email', 'login.per_device', 'register.per_ip', 'refresh.per_ip', 'mfa.per_user'] as const
+
 export function createMetrics(opts: { processMetrics?: boolean } = {}): Metrics {
   const registry = new Registry()
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'authd_' })
-  const counter = (name: string, help: string, label: string): OutcomeCounter => {
-    const c = new OutcomeCounter(name, help, label)
+  const counter = (name: string, help: string, label: string, known: readonly string[]): OutcomeCounter => {
+    const c = new OutcomeCounter(name, help, label, known)
     registry.registerMetric(c as never)
     return c
   }
-  const login = counter('authd_login_total', 'Login attempts by outcome', 'outcome')
-  const me = counter('authd_me_total', 'GET /api/auth/me by outcome', 'outcome')
-  const refresh = counter('authd_refresh_total', 'Refresh attempts by outcome (reuse = a used token presented again)', 'outcome')
-  const register = counter('authd_register_total', 'Registrations by outcome', 'outcome')
-  const passwordChange = counter('authd_password_change_total', 'POST /api/auth/password by outcome (incorrect = a wrong current password)', 'outcome')
-  const mfa = counter('authd_mfa_total', 'Second-factor login steps by outcome (required = a right password answered with mfaRequired)', 'outcome')
-  const mfaAccount = counter('authd_mfa_account_total', 'Second-factor changes by users, by action', 'action')
-  const limited = counter('authd_rate_limited_total', 'Requests refused by a rate limit, by limit', 'limit')
+  const login = counter('authd_login_total', 'Login attempts by outcome', 'outcome', LOGIN_OUTCOMES)
+  const me = counter('authd_me_total', 'GET /api/auth/me by outcome', 'outcome', ME_OUTCOMES)
+  const refresh = counter('authd_refresh_total', 'Refresh attempts by outcome (reuse = a used token presented again)', 'outcome', REFRESH_OUTCOMES)
+  const register = counter('authd_register_total', 'Registrations by outcome', 'outcome', REGISTER_OUTCOMES)
+  const passwordChange = counter('authd_password_change_total', 'POST /api/auth/password by outcome (incorrect = a wrong current password)', 'outcome', PASSWORD_CHANGE_OUTCOMES)
+  const mfa = counter('authd_mfa_total', 'Second steps of logins with a second factor, by outcome (the password step is authd_login_total{outcome="mfa_required"})', 'outcome', MFA_OUTCOMES)
+  const mfaAccount = counter('authd_mfa_account_total', 'Second-factor changes by users, by action', 'action', MFA_ACCOUNT_ACTIONS)
+  const limited = counter('authd_rate_limited_total', 'Requests refused by a rate limit, by limit', 'limit', LIMITS)
   const duration = new RequestHistogram('authd_http_request_duration_seconds', 'HTTP request durations by route')
   registry.registerMetric(duration as never)
   const evictions = new Counter({ name: 'authd_rate_limit_evictions_total', help: 'Live rate-limiter keys forgotten because rate_limit.max_keys was reached', registers: [registry] })

@@ -224,7 +224,7 @@ for (const op of ['disable', 'newRecoveryCodes'] as const) {
     t.same(s.charges, ['charge ann@example.com'])
     t.equal(hasher.runs, runs, 'no hash run')
     t.same(s.limited, ['login.per_email'])
-    t.same(s.refused, [{ event: 'login', limit: 'login.per_email', ip: client.ip }])
+    t.same(s.refused, [{ event: 'mfa_change', limit: 'login.per_email', ip: client.ip }], 'logged as the refused change it is (no login was counted)')
     t.same((await ann(s)).mfa?.recoveryCodes, OLD.hashes)
     t.same(await events(s), [])
   })

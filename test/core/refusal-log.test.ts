@@ -79,3 +79,29 @@ t.test('beyond maxKeys addresses, refusals are written as they come: none is dro
     ],
   )
 })
+
+t.test('refusals of two events under one limit from one address are two lines, each counting its own repeats', async (t) => {
+  const rec = recorder()
+  const log = createRefusalLog({ write: rec.write, periodMs: 60_000 })
+  t.teardown(() => log.close())
+  const limited = { limit: 'login.per_ip_email', ip: '10.0.0.7' }
+  log.refused({ event: 'password_change', ...limited }, 'password change refused by rate limit')
+  for (let i = 0; i < 5; i++) log.refused({ event: 'login', ...limited }, 'login refused by rate limit')
+  log.refused({ event: 'password_change', ...limited }, 'password change refused by rate limit')
+  t.same(
+    rec.lines.map((l) => [l.fields.event, l.msg]),
+    [
+      ['password_change', 'password change refused by rate limit'],
+      ['login', 'login refused by rate limit'],
+    ],
+    'a login flood after a refused password change has its own line',
+  )
+  log.close()
+  t.same(
+    rec.lines.slice(2).map((l) => [l.fields.event, l.fields.repeated]),
+    [
+      ['password_change', 1],
+      ['login', 4],
+    ],
+  )
+})
