@@ -25,7 +25,7 @@ import type { Db } from './db.js'
 
 /** how long a refusal is answered from memory (an admin's clear is seen within it) */
 export const REFUSAL_HOLD_MS = 500
-/** refusals remembered at most (a flood from many addresses): forgotten all at once beyond it */
+/** keys whose refusals are remembered, at most (a flood from many addresses): forgotten all at once beyond it */
 const REFUSALS_KEPT = 10_000
 
 /** how often expired logs are deleted (by each instance; each run is bounded) */
@@ -71,9 +71,8 @@ export interface PgRateLimiter extends RateLimiter {
 
 export function createPgRateLimiter(db: Db, now: () => number = () => performance.now()): PgRateLimiter {
   const issued = new WeakMap<ConsumeToken, Counted>()
-  /** `key window` → a refusal the database gave: asked again at `recheck`, room again at `free` */
-  const refusals = new Map<string, { recheck: number; free: number }>()
-  const counter = (e: RateEntry): string => `${e.key} ${e.rule.windowMs}`
+  /** key → window (ms) → a refusal the database gave: asked again at `recheck`, room again at `free` */
+  const refusals = new Map<string, Map<number, { recheck: number; free: number }>>()
   // A clear of this instance (a key's: a successful login's, an admin's of one key; or by part:
   // `limits clear`) forgets what it clears from memory before and after its DELETE, and a refusal
   // the database gave to a consume asked before the clear was done (its answer may predate the
@@ -85,11 +84,6 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
   const clearedAt = new Map<string, number>()
   /** the same for a clear by part (any key may be among those it deletes) */
   let clearedAllAt = 0
-  const forgetRefusals = (key: string): void => {
-    if (refusals.size === 0) return
-    const prefix = `${key} `
-    for (const c of refusals.keys()) if (c.startsWith(prefix)) refusals.delete(c)
-  }
   const clearing = async <T>(key: string | null, work: () => Promise<T>): Promise<T> => {
     epoch++
     if (key === null) {
@@ -102,7 +96,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
         clearedAllAt = Math.max(clearedAllAt, epoch)
       }
       clearedAt.set(key, Infinity)
-      forgetRefusals(key)
+      refusals.delete(key)
     }
     try {
       return await work()
@@ -113,7 +107,7 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
         refusals.clear()
       } else {
         clearedAt.set(key, epoch)
-        forgetRefusals(key)
+        refusals.delete(key)
       }
     }
   }
@@ -125,12 +119,14 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     if (refusals.size === 0) return undefined
     const t = now()
     for (let i = 0; i < entries.length; i++) {
-      const c = counter(entries[i]!)
-      const r = refusals.get(c)
+      const e = entries[i]!
+      const windows = refusals.get(e.key)
+      const r = windows?.get(e.rule.windowMs)
       if (r === undefined) continue
       // the database answered this refusal a moment ago, and said then whether it was the first
       if (r.recheck > t) return { ok: false, retryAfterS: Math.max(1, Math.ceil((r.free - t) / 1000)), blockedBy: i, firstBlock: false }
-      refusals.delete(c)
+      windows!.delete(e.rule.windowMs)
+      if (windows!.size === 0) refusals.delete(e.key)
     }
     return undefined
   }
@@ -159,12 +155,17 @@ export function createPgRateLimiter(db: Db, now: () => number = () => performanc
     if (!r.ok) {
       const waitMs = r.wait_us / 1000
       const t = now()
-      const c = counter(entries[r.blocked_by]!)
+      const { key, rule } = entries[r.blocked_by]!
       // a counter listed twice in one call was refused for the double charge: not remembered;
       // nor a refusal asked for before a clear of its key by this instance was done
-      if (entries.filter((e) => counter(e) === c).length === 1 && rememberable(entries[r.blocked_by]!.key, asked)) {
-        if (refusals.size >= REFUSALS_KEPT) refusals.clear()
-        refusals.set(c, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
+      if (entries.filter((e) => e.key === key && e.rule.windowMs === rule.windowMs).length === 1 && rememberable(key, asked)) {
+        let windows = refusals.get(key)
+        if (windows === undefined) {
+          if (refusals.size >= REFUSALS_KEPT) refusals.clear()
+          windows = new Map()
+          refusals.set(key, windows)
+        }
+        windows.set(rule.windowMs, { recheck: t + Math.min(waitMs, REFUSAL_HOLD_MS), free: t + waitMs })
       }
       return { ok: false, retryAfterS: Math.max(1, Math.ceil(r.wait_us / 1e6)), blockedBy: r.blocked_by, firstBlock: r.first_block }
     }
