@@ -135,40 +135,36 @@ export function createAccount(deps: AccountDeps): Account {
       const passwordHash = await hasher.hash(newPassword)
       const at = deps.now()
       const audit = [apiDraft('password.change', client, { at, userId, email: user.email, sessionId: who.sessionId })]
-      // the stored hash the current password was checked against
-      let checked = user.passwordHash
+      // written only while the stored hash is `checked`, the one the current password was checked
+      // against (thrown from inside the write, which is then abandoned)
+      const write = (checked: string) =>
+        store.updateUserEndingSessions(
+          userId,
+          (u) => {
+            if (u.disabled) throw new AppError('CURRENT_PASSWORD_INCORRECT')
+            if (u.passwordHash !== checked) throw new HashMoved(u.passwordHash)
+            return { ...u, passwordHash, updatedAt: at }
+          },
+          who.sessionId,
+          audit,
+          // only while the caller's session is still stored: one ended meanwhile changes nothing
+          who.sessionId,
+        )
       let changed
-      for (let tries = 0; ; tries++) {
-        try {
-          changed = await store.updateUserEndingSessions(
-            userId,
-            (u) => {
-              if (u.disabled) throw new AppError('CURRENT_PASSWORD_INCORRECT')
-              // changed by another request or an admin since it was checked (thrown here, the
-              // write is abandoned), or re-hashed at new parameters by a concurrent login
-              if (u.passwordHash !== checked) throw new HashMoved(u.passwordHash)
-              return { ...u, passwordHash, updatedAt: at }
-            },
-            who.sessionId,
-            audit,
-            // only while the caller's session is still stored: one ended meanwhile changes nothing
-            who.sessionId,
-          )
-          break
-        } catch (err) {
-          // A re-hash of the same password is checked once more, against the hash now stored
-          // (one more argon2 run, only when the hash moved under this request); a password
-          // that changed meanwhile is no longer the one this request proved.
-          if (err instanceof HashMoved && tries === 0 && (await hasher.verify(err.stored, currentPassword))) {
-            checked = err.stored
-            continue
-          }
-          if (err instanceof HashMoved || (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT')) {
-            events.passwordChange('incorrect')
-            throw new AppError('CURRENT_PASSWORD_INCORRECT')
-          }
+      try {
+        // A hash that moved is checked once more (one argon2 run more, only then): a concurrent
+        // login's re-hash at new parameters holds the same password; a change by another request
+        // or an admin does not, and this request's password is no longer the current one.
+        changed = await write(user.passwordHash).catch(async (err: unknown) => {
+          if (err instanceof HashMoved && (await hasher.verify(err.stored, currentPassword))) return write(err.stored)
           throw err
+        })
+      } catch (err) {
+        if (err instanceof HashMoved || (isAppError(err) && err.code === 'CURRENT_PASSWORD_INCORRECT')) {
+          events.passwordChange('incorrect')
+          throw new AppError('CURRENT_PASSWORD_INCORRECT')
         }
+        throw err
       }
       if (changed === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
       events.passwordChange('success')
