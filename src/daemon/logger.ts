@@ -59,24 +59,20 @@ const CENSOR = '[redacted]'
  * Error; an array stays an array); the caller's object is left as it was.
  */
 export function censorNested(obj: Record<string, unknown>): Record<string, unknown> {
-  let out: Record<string, unknown> | undefined
-  for (const key in obj) {
-    const value = obj[key]
-    if (typeof value !== 'object' || value === null || !Object.prototype.hasOwnProperty.call(obj, key)) continue
-    const censored = censorObject(value, 1)
-    if (censored !== value) (out ??= { ...obj })[key] = censored
-  }
-  return out ?? obj
+  return censorObject(obj, 0) as Record<string, unknown>
 }
 
-/** `value` with its secret fields censored, down to NESTED_DEPTH; itself when it holds none */
+/**
+ * `value` (at `depth` below the line's top) with its secret fields censored, down to
+ * NESTED_DEPTH; itself when it holds none. At the top the names are pino's own paths' to censor.
+ */
 function censorObject(value: object, depth: number): object {
   let copy: Record<string, unknown> | unknown[] | undefined
   const own = (): Record<string, unknown> | unknown[] =>
     (copy ??= Array.isArray(value) ? [...value] : (Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>))
   for (const field in value) {
     if (!Object.prototype.hasOwnProperty.call(value, field)) continue
-    if (SECRET_SET.has(field)) {
+    if (depth > 0 && SECRET_SET.has(field)) {
       Object.defineProperty(own(), field, { value: CENSOR, enumerable: true, writable: true, configurable: true })
       continue
     }
