@@ -973,7 +973,6 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         })
         // the copy was cut short: the program is ending, and the copy is gone
         if (interruptedBy !== undefined) await new Promise<never>(() => {})
-        process.umask(umask)
         chmodSync(join(tmp, 'data.mdb'), 0o600)
         // a hard link, not a rename: it fails on any entry already at `file` (one made while the
         // copy ran, a symlink even when dangling), where a rename would replace it
