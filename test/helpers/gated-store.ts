@@ -3,7 +3,9 @@
  * waits at its write: `hold()` makes the next call of any of them say it reached the gate, then
  * wait until released; the call then goes to the store as it is by then.
  */
+import type { Test } from 'tap'
 import type { Store } from '../../src/store/store.js'
+import { buildApp, openTestStore, type TestApp } from './app.js'
 
 export interface Gate {
   /** resolves once the held call arrived at the gate */
@@ -37,4 +39,13 @@ export function gatedStore(store: Store, methods: ReadonlyArray<keyof Store>): {
     return { reached: r, release }
   }
   return { store: gated as unknown as Store, hold }
+}
+
+/** the app on a real store (LMDB, or PostgreSQL under TEST_STORE_BACKEND) whose `methods` wait while `hold()` is on */
+export async function gatedApp(t: Test, methods: ReadonlyArray<keyof Store>, env: Record<string, string>): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
+  const dir = t.testdir()
+  const store = await openTestStore(t, dir)
+  const gated = gatedStore(store, methods)
+  const app = await buildApp(t, { dir, env, store: gated.store })
+  return { app, store, hold: gated.hold }
 }

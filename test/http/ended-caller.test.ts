@@ -8,22 +8,16 @@
  */
 import t, { type Test } from 'tap'
 import { codeAt, stepAt } from '../../src/core/totp.js'
-import { addUser, buildApp, call, openTestStore, type Reply, type TestApp } from '../helpers/app.js'
+import { addUser, call, type Reply, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
-import { gatedStore, type Gate } from '../helpers/gated-store.js'
+import { gatedApp, type Gate } from '../helpers/gated-store.js'
 
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'copper-lantern-58'
 const NEW_PASSWORD = 'violet-harbour-93'
 const ROOMY = { AUTHD_RATE_LIMIT_LOGIN_PER_IP: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_IP_EMAIL: '1000/1m', AUTHD_RATE_LIMIT_LOGIN_PER_EMAIL: '1000/1m' }
 
-async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
-  const dir = t.testdir()
-  const store = await openTestStore(t, dir)
-  const gated = gatedStore(store, ['updateUser', 'updateUserEndingSessions'])
-  const app = await buildApp(t, { dir, env: ROOMY, store: gated.store })
-  return { app, store, hold: gated.hold }
-}
+const gated = (t: Test) => gatedApp(t, ['updateUser', 'updateUserEndingSessions'], ROOMY)
 
 const sidOf = (token: string): string => (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: string }).sid
 
@@ -59,7 +53,7 @@ async function withFactor(app: TestApp): Promise<{ secret: string }> {
 }
 
 t.test('POST /api/auth/password whose session ends meanwhile: 401, the password unchanged, the other sessions kept', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gated(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const caller = await signIn(app)
   const other = await signIn(app)
@@ -73,7 +67,7 @@ t.test('POST /api/auth/password whose session ends meanwhile: 401, the password 
 })
 
 t.test('POST /api/auth/mfa/recovery-codes whose session ends meanwhile: 401, the codes unchanged', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gated(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   await withFactor(app)
   const before = (await store.getUser(user.id))!.mfa!.recoveryCodes
@@ -86,7 +80,7 @@ t.test('POST /api/auth/mfa/recovery-codes whose session ends meanwhile: 401, the
 })
 
 t.test('POST /api/auth/mfa/totp/disable whose session ends meanwhile: 401, the factor still on', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gated(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   await withFactor(app)
   const session = await signInWithCode(app, store, user.id)
@@ -98,7 +92,7 @@ t.test('POST /api/auth/mfa/totp/disable whose session ends meanwhile: 401, the f
 })
 
 t.test('POST /api/auth/mfa/totp/setup and confirm whose session ends meanwhile: 401, nothing set up, the factor not on', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gated(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const a = await signIn(app)
   isEnded(t, await endedMeanwhile(hold, store, a.sid, () => call(app, 'POST', '/api/auth/mfa/totp/setup', { headers: { authorization: `Bearer ${a.token}` } })))

@@ -9,9 +9,9 @@
  */
 import argon2 from 'argon2'
 import t, { type Test } from 'tap'
-import { addUser, buildApp, call, openTestStore, type TestApp } from '../helpers/app.js'
+import { addUser, call, type TestApp } from '../helpers/app.js'
 import type { Store } from '../../src/store/store.js'
-import { gatedStore, type Gate } from '../helpers/gated-store.js'
+import { gatedApp } from '../helpers/gated-store.js'
 
 const EMAIL = 'ada@example.com'
 const PASSWORD = 'copper-lantern-58'
@@ -19,13 +19,7 @@ const NEW_PASSWORD = 'violet-harbour-93'
 const PROXY = { AUTHD_SERVER_TRUST_PROXY: '127.0.0.1/32' }
 
 /** the app on a real store whose session writes wait while `hold()` is on */
-async function gatedApp(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
-  const dir = t.testdir()
-  const store = await openTestStore(t, dir)
-  const gated = gatedStore(store, ['createSession', 'createSessionFor'])
-  const app = await buildApp(t, { dir, env: PROXY, store: gated.store })
-  return { app, store, hold: gated.hold }
-}
+const gatedLogin = (t: Test) => gatedApp(t, ['createSession', 'createSessionFor'], PROXY)
 
 const login = (app: TestApp, password: string, ip = '198.51.100.7') =>
   call(app, 'POST', '/api/auth/login', { json: { email: EMAIL, password }, headers: { 'x-forwarded-for': ip } })
@@ -36,7 +30,7 @@ async function lastLoginEvent(store: Store): Promise<{ event: string; reason: un
 }
 
 t.test('the password changed while a login with the old one was being checked: 401, no session, login.failure bad_password', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gatedLogin(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const first = await login(app, PASSWORD, '198.51.100.1')
   t.equal(first.status, 200)
@@ -61,7 +55,7 @@ t.test('the password changed while a login with the old one was being checked: 4
 })
 
 t.test('the user disabled while a login was being checked: 401, no session, login.failure disabled', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gatedLogin(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const held = hold()
   const racing = login(app, PASSWORD)
@@ -76,7 +70,7 @@ t.test('the user disabled while a login was being checked: 401, no session, logi
 })
 
 t.test('a login held at its session write with nothing changed meanwhile still signs in (the gate alone changes nothing)', async (t) => {
-  const { app, store, hold } = await gatedApp(t)
+  const { app, store, hold } = await gatedLogin(t)
   const user = await addUser(app, EMAIL, PASSWORD)
   const held = hold()
   const racing = login(app, PASSWORD)
@@ -88,13 +82,7 @@ t.test('a login held at its session write with nothing changed meanwhile still s
 })
 
 /** the app on a real store whose password-and-sessions writes wait while `hold()` is on */
-async function gatedChange(t: Test): Promise<{ app: TestApp; store: Store; hold: () => Gate }> {
-  const dir = t.testdir()
-  const store = await openTestStore(t, dir)
-  const gated = gatedStore(store, ['updateUserEndingSessions'])
-  const app = await buildApp(t, { dir, env: PROXY, store: gated.store })
-  return { app, store, hold: gated.hold }
-}
+const gatedChange = (t: Test) => gatedApp(t, ['updateUserEndingSessions'], PROXY)
 
 const changePassword = (app: TestApp, token: string, currentPassword: string) =>
   call(app, 'POST', '/api/auth/password', {
