@@ -969,7 +969,9 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
       const umask = process.umask(0o077)
       try {
         await root.backup(tmp, true).catch((err: unknown) => {
-          throw withErrnoCode(err)
+          // cut short, the copy fails on its removed directory: not an error to report, the
+          // program is ending by the signal (its delivery can trail the raise by a moment)
+          if (interruptedBy === undefined) throw withErrnoCode(err)
         })
         // the copy was cut short: the program is ending, and the copy is gone
         if (interruptedBy !== undefined) await new Promise<never>(() => {})
