@@ -25,6 +25,15 @@ export function formatRelative(ms: number, now: number): string {
   return diff < 0 ? `${formatSpan(diff)} ago` : `in ${formatSpan(diff)}`
 }
 
+/**
+ * an email as a question names it: whole up to 60 characters, else its start and its end (where
+ * the domain is) around an ellipsis, so that the question fits its lines whole
+ */
+export const promptEmail = (email: string): string => {
+  const chars = Array.from(email)
+  return chars.length > 60 ? `${chars.slice(0, 30).join('')}…${chars.slice(-29).join('')}` : email
+}
+
 /** the first characters of an opaque id, enough to tell ids apart on screen */
 export const shortId = (id: string): string => (id.length > 10 ? `${id.slice(0, 8)}…` : id)
 

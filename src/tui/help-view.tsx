@@ -40,7 +40,7 @@ export function HelpView(props: { view: ViewName }) {
       {props.view === 'audit' ? (
         <Text>New events come in at the top within a second; the list follows them while its first row is selected.</Text>
       ) : (
-        <Text>Destructive actions ask first: y confirms, anything else cancels.</Text>
+        <Text>Destructive actions ask first: y confirms; n, Esc or Enter cancels.</Text>
       )}
     </Box>
   )

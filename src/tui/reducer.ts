@@ -4,7 +4,7 @@
  * `taskFailed`, `smokeStep`.
  * Operations are only described here (State.tasks); the effects hook runs them.
  */
-import { formatTime, plural, shortId } from './format.js'
+import { formatTime, plural, promptEmail, shortId } from './format.js'
 import type { Action } from './actions.js'
 import {
   emptyList,
@@ -50,8 +50,11 @@ export function reducer(state: State, action: Action): State {
       return moveSelection(state, (_i, n) => (action.edge === 'start' ? 0 : n - 1))
     case 'open': {
       const list = currentList(state)
-      if (list === null || visibleRows(state, list).length === 0) return state
-      return updateList(state, list, { detail: !state.lists[list].detail })
+      const rows = list === null ? [] : visibleRows(state, list)
+      if (list === null || rows.length === 0) return state
+      // the page is of this row (reselect keeps it open only while the row is there)
+      const at = selectedIndex(rows, state.lists[list])
+      return updateList(state, list, { detail: !state.lists[list].detail, selectedId: rowId(rows[at]), index: at })
     }
     case 'back': {
       const list = currentList(state)
@@ -129,20 +132,20 @@ export function reducer(state: State, action: Action): State {
       const task: Task = { kind: 'setDisabled', userId: user.id, email: user.email, disabled: !user.disabled }
       if (user.disabled) return startTask(state, task)
       const ends = user.sessions === 0 ? '' : user.sessions === 1 ? ' Its session ends now.' : ` Its ${user.sessions} sessions end now.`
-      return askFirst(state, `Disable ${user.email}?${ends}`, task)
+      return askFirst(state, `Disable ${promptEmail(user.email)}?${ends}`, task)
     }
     case 'userDelete': {
       const user = selectedUser(state)
       if (user === undefined) return state
       const also = user.sessions === 0 ? '' : user.sessions === 1 ? ' and its session' : ` and its ${user.sessions} sessions`
-      return askFirst(state, `Delete ${user.email}${also}? This cannot be undone.`, { kind: 'removeUser', userId: user.id, email: user.email })
+      return askFirst(state, `Delete ${promptEmail(user.email)}${also}? This cannot be undone.`, { kind: 'removeUser', userId: user.id, email: user.email })
     }
     case 'userResetMfa': {
       const user = selectedUser(state)
       if (user === undefined) return state
       // as the list last read it; a factor turned on since is reset all the same once confirmed
       if (!user.mfaEnabled) return say(state, 'info', `${user.email} has no second factor to reset.`)
-      return askFirst(state, `Reset the second factor of ${user.email}? Its recovery codes become void and the password alone signs in.`, {
+      return askFirst(state, `Reset the second factor of ${promptEmail(user.email)}? Its recovery codes become void and the password alone signs in.`, {
         kind: 'resetMfa',
         userId: user.id,
         email: user.email,
@@ -159,7 +162,7 @@ export function reducer(state: State, action: Action): State {
     case 'sessionRevoke': {
       const s = selectedSession(state)
       if (s === undefined) return state
-      return askFirst(state, `Revoke session ${shortId(s.id)} of ${s.email} (${s.ip || 'no ip'})?`, { kind: 'revokeSession', sessionId: s.id, email: s.email })
+      return askFirst(state, `Revoke session ${shortId(s.id)} of ${promptEmail(s.email)} (${s.ip || 'no ip'})?`, { kind: 'revokeSession', sessionId: s.id, email: s.email })
     }
     case 'sessionRevokeUser': {
       const s = selectedSession(state)
@@ -167,7 +170,7 @@ export function reducer(state: State, action: Action): State {
       // the user's count covers sessions beyond those read for the list
       const count = state.snapshot?.users.find((u) => u.id === s.userId)?.sessions ?? (state.snapshot?.sessions ?? []).filter((x) => x.userId === s.userId).length
       const which = count === 1 ? 'the only session' : `all ${count} sessions`
-      return askFirst(state, `Revoke ${which} of ${s.email}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
+      return askFirst(state, `Revoke ${which} of ${promptEmail(s.email)}?`, { kind: 'revokeUserSessions', userId: s.userId, email: s.email })
     }
 
     // ---- keys
@@ -224,6 +227,9 @@ export function reducer(state: State, action: Action): State {
     case 'loaded': {
       let next: State = { ...state, snapshot: action.snapshot, loadError: null }
       for (const list of ['users', 'sessions', 'keys'] as const) next = reselect(next, list)
+      // the details page on screen closed: its row was removed elsewhere (another authctl, a logout)
+      const list = currentList(state)
+      if (list !== null && list !== 'audit' && state.lists[list].detail && !next.lists[list].detail) return say(next, 'info', GONE[list])
       return next
     }
     case 'loadFailed':
@@ -268,12 +274,24 @@ function updateList(state: State, list: ListName, change: Partial<ListState>): S
   return { ...state, lists: { ...state.lists, [list]: { ...state.lists[list], ...change } } }
 }
 
-/** after the rows changed: keep the selected row if it is still there, else the same place */
+/** what the status line says when the details page on screen closes because its row is gone */
+const GONE = {
+  users: 'That user no longer exists: it was removed elsewhere.',
+  sessions: 'That session has ended.',
+  keys: 'That key no longer exists: it was revoked elsewhere.',
+} as const
+
+/**
+ * after the rows changed: keep the selected row if it is still there, else the same place. A
+ * details page stays open only on its own row: one whose row is gone closes, rather than show
+ * (and offer to act on) the row now in its place.
+ */
 function reselect(state: State, list: ListName): State {
   const rows = visibleRows(state, list)
-  const at = selectedIndex(rows, state.lists[list])
+  const was = state.lists[list]
+  const at = selectedIndex(rows, was)
   const selectedId = at < 0 ? null : rowId(rows[at])
-  const detail = state.lists[list].detail && at >= 0
+  const detail = was.detail && at >= 0 && (was.selectedId === null || selectedId === was.selectedId)
   return updateList(state, list, { selectedId, index: Math.max(at, 0), detail })
 }
 

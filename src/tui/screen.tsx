@@ -73,8 +73,12 @@ function Body(props: { state: State; height: number; now: number }) {
   )
 }
 
-/** the two lines under the view: a confirmation, a running operation, or the last outcome */
-function Status(props: { state: State }) {
+/**
+ * the two lines under the view: a confirmation, a running operation, or the last outcome. A
+ * confirmation has three, the footer's second line with them (its keys take one line), so the
+ * whole question shows, the record it names and what the action also does.
+ */
+function Status(props: { state: State; lines: number }) {
   const { state } = props
   const busy = state.tasks.find((t) => t.task.kind !== 'smoke')
   const notice = viewNotice(state)
@@ -86,7 +90,7 @@ function Status(props: { state: State }) {
   else if (state.loadError !== null) line = <Text>Error: {state.loadError}</Text>
   else line = <Text> </Text>
   return (
-    <Box height={2} width={WIDTH} overflow="hidden" flexDirection="column">
+    <Box height={props.lines} width={WIDTH} overflow="hidden" flexDirection="column">
       {line}
     </Box>
   )
@@ -102,6 +106,7 @@ export function footerLines(state: State): [string, string] {
     case 'help':
       return ['Esc/?/Enter close help', keysLine([['q', 'quit']])]
     case 'confirm':
+      // one line: the question has the second (Status)
       return [keysLine([['y', 'yes'], ['n/Esc/Enter', 'no']]), '']
     case 'form':
       return [keysLine([['Enter', 'next field / submit'], ['Tab/↑↓', 'field'], ['Esc', 'cancel']]), 'Ctrl-C quit']
@@ -123,15 +128,16 @@ export function Screen(props: { state: State; storeLabel: string; now: number })
     return <Text>{`authctl tui needs ${MIN_COLUMNS}×${MIN_ROWS} (this terminal is ${columns}×${rows})`}</Text>
   }
   const [line1, line2] = footerLines(state)
+  const confirming = mode(state) === 'confirm'
   return (
     <Box flexDirection="column" width={WIDTH}>
       <Header state={state} storeLabel={props.storeLabel} />
       <Tabs state={state} />
       <Text>{'─'.repeat(WIDTH)}</Text>
       <Body state={state} height={state.listRows + 2} now={props.now} />
-      <Status state={state} />
+      <Status state={state} lines={confirming ? 3 : 2} />
       <Text wrap="truncate-end">{line1}</Text>
-      <Text wrap="truncate-end">{line2 === '' ? ' ' : line2}</Text>
+      {!confirming && <Text wrap="truncate-end">{line2 === '' ? ' ' : line2}</Text>}
     </Box>
   )
 }

@@ -78,6 +78,36 @@ t.test('the selection follows its row when the list changes around it, and takes
   t.equal(selectedUser(s)?.email, 'carol@example.com', 'bob deleted elsewhere: the row now in his place')
 })
 
+t.test('a details page whose row is removed elsewhere closes and says so, rather than show the row now in its place', async (t) => {
+  let s = press(start(), 'j', ENTER)
+  t.ok(s.lists.users.detail, 'bob opened')
+  s = reducer(s, { type: 'loaded', snapshot: snap({ users: [carol, alice, user('aaron@example.com')] }) })
+  t.equal(s.lists.users.detail, false, 'bob deleted elsewhere: his page closed')
+  t.equal(s.notice?.text, 'That user no longer exists: it was removed elsewhere.')
+  t.equal(selectedUser(s)?.email, 'alice@example.com', 'the list: the row now in his place selected, as with no page open')
+  // a page stays open while its row is there, wherever the row moved
+  s = press(start(), 'j', ENTER)
+  s = reducer(s, { type: 'loaded', snapshot: snap({ users: [carol, alice, bob, user('aaron@example.com')] }) })
+  t.ok(s.lists.users.detail, 'a user added above: still bob')
+  t.equal(selectedUser(s)?.email, 'bob@example.com')
+  t.same(s.notice, null)
+  // keys: the next key's page, the key revoked elsewhere, must not become the active key's page
+  s = press(start({ keys: [key('kid-active'), key('kid-next', { state: 'next' })] }), '3')
+  s = press(s, 'j', ENTER)
+  t.ok(s.lists.keys.detail)
+  t.equal(s.lists.keys.selectedId, 'kid-next')
+  s = reducer(s, { type: 'loaded', snapshot: snap({ keys: [key('kid-active')] }) })
+  t.equal(s.lists.keys.detail, false, 'the revoked key\'s page closed')
+  t.equal(s.notice?.text, 'That key no longer exists: it was revoked elsewhere.')
+  // sessions: one ended (a logout) while its page is open
+  s = press(start(), '2', ENTER)
+  const open = s.lists.sessions.selectedId
+  t.ok(s.lists.sessions.detail)
+  s = reducer(s, { type: 'loaded', snapshot: snap({ sessions: snap().sessions.filter((x) => x.id !== open) }) })
+  t.equal(s.lists.sessions.detail, false)
+  t.equal(s.notice?.text, 'That session has ended.')
+})
+
 t.test('pages move by the rows the terminal has room for', async (t) => {
   const many = Array.from({ length: 40 }, (_, i) => user(`u${String(i).padStart(2, '0')}@example.com`))
   let s = reducer(start({ users: many }), { type: 'resize', columns: 80, rows: 24 })

@@ -479,3 +479,33 @@ t.test('Ctrl-C quits even from inside a form', async (t) => {
   await sleep(200)
   t.equal(reads, after)
 })
+
+t.test('a confirmation shows its whole question at 80×24: a long email, and the active key with the next one named', async (t) => {
+  // 64 + @ + 172: a legal address that no question line could hold whole
+  const long = user(`${'l'.repeat(64)}@${'d'.repeat(60)}.${'e'.repeat(60)}.${'f'.repeat(46)}.example`, { sessions: 2 })
+  const deps = fakeDeps({
+    users: [long],
+    sessions: [session('sess-long-1', long), session('sess-long-2', long)],
+    keys: [key('kid-active-000001'), key('kid-next-00000001', { state: 'next', activatedAt: T0 + 300_000 })],
+  })
+  const ui = mount(t, deps)
+  await ui.waitFor('2 sessions · 2 keys')
+  await ui.press('x')
+  let f = await ui.waitFor('This cannot be undone.')
+  let lines = f.split('\n')
+  t.ok(lines.length <= 23 && lines.every((l) => [...l].length <= 80), `fits 80×24 (${lines.length} lines)`)
+  t.match(flat(f), `Confirm (y/N): Delete ${'l'.repeat(30)}…`, 'the address: its start…')
+  t.match(flat(f), /f{18}\.example and its 2 sessions\? This cannot be undone\./, '…its end, where the domain is, and the rest of the question')
+  t.match(f, 'y yes  n/Esc/Enter no', 'the keys of the question')
+  await ui.press('n')
+  await ui.waitFor('Cancelled.')
+
+  await ui.press('3', 'x')
+  f = await ui.waitFor('kid-next-00000001.')
+  lines = f.split('\n')
+  t.ok(lines.length <= 23 && lines.every((l) => [...l].length <= 80), `fits 80×24 (${lines.length} lines)`)
+  t.match(flat(f), 'Confirm (y/N): Revoke key kid-active-000001 (active)? Tokens it signed stop verifying at once. A new key replaces it first, and replaces the next key kid-next-00000001.')
+  await ui.press('n')
+  f = await ui.waitFor('Cancelled.')
+  t.match(f, /\? help\s+q quit/, 'the footer has its two lines again')
+})
