@@ -125,6 +125,7 @@ export const errorRegistry = {
   NOT_CONFIRMED: { message: 'Cancelled: did not {action}.' },
   CANCELLED: { message: 'Cancelled.' },
   NO_DATA_DIR: { message: 'No authd data directory at {path}: pass --data or set store.path (authd creates it on first start).' },
+  NO_STORE_IN_DIR: { message: 'No authd store in {path}: the directory holds other files but no data.mdb. Pass --data or set store.path.' },
   REVOKE_WHAT: { message: 'Name what to revoke, exactly one of: a session id, --user <email|id>, or --all --yes.' },
   REVOKE_ALL_NEEDS_YES: { message: 'Revoking every session of every user needs --yes (authctl sessions revoke --all --yes).' },
   LIMITS_TARGET_INVALID: { message: '{target} is neither an email address nor an IP address.' },

@@ -41,6 +41,7 @@ export const exitCodes: Readonly<Record<CliErrorCode, ExitCode>> = {
   NOT_CONFIRMED: 1,
   CANCELLED: 1,
   NO_DATA_DIR: 2,
+  NO_STORE_IN_DIR: 2,
   REVOKE_WHAT: 2,
   REVOKE_ALL_NEEDS_YES: 2,
   LIMITS_TARGET_INVALID: 2,

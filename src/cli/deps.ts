@@ -3,7 +3,7 @@
  * or PostgreSQL, store/open.ts), the admin operations, and the prompts. Each piece is imported
  * only when a command needs it, so `authctl --help` loads neither a store nor argon2.
  */
-import { existsSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Config } from '../config/types.js'
 import type { Admin } from '../core/admin.js'
@@ -71,7 +71,8 @@ export function createBaseDeps(io: CliIo, globals: GlobalOptions): BaseDeps {
  * Opens the store named by the config. An LMDB data directory that does not exist is refused (a
  * typo in --data must not quietly create an empty store) unless `create` is set: `user add` may
  * make the first user before authd ever ran; a store it creates is named on stderr (README,
- * "Administer with authctl"), so the admin sees where the data went.
+ * "Administer with authctl"), so the admin sees where the data went. Without `create`, an
+ * existing directory with other files in it and no store is refused too; an empty one is opened.
  */
 export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): Promise<StoreDeps & { close(): Promise<void> }> {
   const config = await base.config()
@@ -86,6 +87,10 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
       throw new AppError('NO_DATA_DIR', { params: { path } })
     }
     created = makesNewStore(config)
+    // a directory of other things (a path one level off, /etc/authd): not made a store by a
+    // command that only reads or changes one; an empty one is a store not yet started (and
+    // one with LMDB's lock file alone, a store's remains, is for LMDB to judge)
+    if (created && !opts.create && readdirSync(path).some((name) => name !== 'lock.mdb')) throw new AppError('NO_STORE_IN_DIR', { params: { path } })
   }
   const [{ openStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/open.js'), import('../core/admin.js')])
   const { store } = await openStore(config.store)

@@ -6,7 +6,7 @@
  * sentence when a file is in the way. In process, on LMDB in temp directories (the config here
  * never names the test backend: what is under test is the LMDB data-directory checks).
  */
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { createBaseDeps, openStoreDeps, type CliIo, type GlobalOptions } from '../../src/cli/deps.js'
@@ -92,6 +92,22 @@ t.test('an existing empty directory is a new store: opened, and named on stderr'
   const deps = await open(t, cli, { data: 'empty' }, false)
   t.equal(cli.err(), `authctl: created a new store in ${join(cwd, 'empty')}\n`)
   t.same(await deps.admin.listUsers(), [])
+})
+
+t.test('an existing directory of other files, with no store in it, is refused without create, and left as it was', async (t) => {
+  const cwd = t.testdir({ etc: { 'notes.txt': 'not a store\n' } })
+  const cli = io(cwd)
+  await t.rejects(openStoreDeps(createBaseDeps(cli, { data: 'etc' }), { create: false }), {
+    code: 'NO_STORE_IN_DIR',
+    message: `No authd store in ${join(cwd, 'etc')}: the directory holds other files but no data.mdb. Pass --data or set store.path.`,
+  })
+  t.same(readdirSync(join(cwd, 'etc')), ['notes.txt'], 'no store made there')
+  t.equal(cli.err(), '')
+  // user add and import (create) may start a store beside other files, as authd's first start does
+  const made = io(cwd)
+  const deps = await open(t, made, { data: 'etc' }, true)
+  t.equal(made.err(), `authctl: created a new store in ${join(cwd, 'etc')}\n`)
+  await deps.close()
 })
 
 t.test('a file where the data directory, or one above it, should be is refused with authd’s sentence, created or not', async (t) => {

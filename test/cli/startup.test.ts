@@ -4,8 +4,7 @@
  * commands that need them.
  */
 import t, { type Test } from 'tap'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readFileSync, rmSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ON_PG } from '../helpers/app.js'
 import { runCtl } from './run.js'
@@ -16,8 +15,10 @@ const TRACE = fileURLToPath(new URL('./fixtures/trace-imports.mjs', import.meta.
 const POLICY = '/dist/core/password-policy.js'
 
 async function modulesOf(t: Test, args: string[], input = ''): Promise<{ code: number | null; packages: Set<string>; readsPolicy: boolean }> {
+  // the trace's log beside the test's directory, not in it: that may be the data directory
   const dir = t.testdir()
-  const log = join(dir, 'imports.log')
+  const log = `${dir}.imports.log`
+  t.teardown(() => rmSync(log, { force: true }))
   const r = await runCtl(args, { cwd: dir, input, nodeArgs: ['--import', TRACE], env: { AUTHCTL_IMPORT_LOG: log } })
   const urls = readFileSync(log, 'utf8').trim().split('\n')
   const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => p !== undefined))

@@ -434,7 +434,9 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
       t.equal(plain.stderr, `authctl: ${join(broken, name)} is not an authd store (not an LMDB data file).\n`, name)
     }
 
-    const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: dir } })
+    const empty = join(dir, 'empty')
+    mkdirSync(empty)
+    const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: empty } })
     t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
     t.same(fromEnv.json(), { users: [] })
   })
