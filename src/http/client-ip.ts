@@ -46,6 +46,9 @@ function parseRange(cidr: string): [Address, number] {
  * of the first untrusted one were written by the client and are never believed. If every entry
  * is trusted, the left-most is taken. Empty entries are skipped.
  *
+ * An entry with a port, as some proxies write it (`192.0.2.7:1234`, `[2001:db8::5]:443`), or an
+ * IPv6 address in brackets, names that address.
+ *
  * Choice for an unparseable entry met during the walk: the whole header is ignored and the
  * socket address is used. The entry was written by a trusted proxy that is misconfigured (or
  * passes the client's header through), so nothing in it can be believed; counting the request
@@ -75,7 +78,7 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
       const entry = header.slice(comma + 1, end).trim()
       end = comma
       if (entry === '') continue
-      const addr = parseAddress(entry)
+      const addr = entryAddress(entry)
       if (addr === null) return clientIpOf(peer)
       client = addr
       if (!trusted(addr)) break
@@ -101,6 +104,14 @@ export function createClientIp(trustProxy: readonly string[], opts: { unixSocket
     if (ranges.length === 0 || forwardedFor === undefined || !trusted(socket)) return clientIpOf(socket)
     return forwarded(socket, forwardedFor)
   }
+}
+
+/** an X-Forwarded-For entry's address: a bare one, or one with a port or in brackets (above) */
+function entryAddress(entry: string): Address | null {
+  const bare = parseAddress(entry)
+  if (bare !== null) return bare
+  const ported = /^\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?$/.exec(entry) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(entry)
+  return ported === null ? null : parseAddress(ported[1]!)
 }
 
 /** addresses whose parse is remembered at most (a keep-alive client sends many requests) */

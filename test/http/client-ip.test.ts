@@ -66,12 +66,22 @@ t.test('IPv6 clients are keyed per /64', async (t) => {
 
 t.test('garbage in X-Forwarded-For: the socket address is used', async (t) => {
   const clientIp = createClientIp(['10.0.0.0/8'])
-  for (const bad of ['garbage', 'unknown', '1.2.3.4:5678', '[2001:db8::1]', '127.1', '0x7f.0.0.1', '01.2.3.4', '1.2.3.4.5', '<script>']) {
+  for (const bad of ['garbage', 'unknown', '1.2.3.4:', '1.2.3.4:123456', '[2001:db8::1', '[garbage]:80', '[1.2.3.4.5]', '127.1:80', '127.1', '0x7f.0.0.1', '01.2.3.4', '1.2.3.4.5', '<script>']) {
     t.equal(clientIp('10.0.0.2', bad).ip, '10.0.0.2', `'${bad}' as the right-most entry`)
   }
   t.equal(clientIp('10.0.0.2', '198.51.100.9, garbage').ip, '10.0.0.2', 'garbage stops the walk: nothing left of it is believed')
   t.equal(clientIp('10.0.0.2', 'garbage, 10.0.0.3').ip, '10.0.0.2', 'also behind trusted hops')
   t.equal(clientIp('10.0.0.2', 'garbage, 198.51.100.9').ip, '198.51.100.9', 'garbage left of the client is never reached')
+})
+
+t.test('an entry with a port, or an IPv6 address in brackets, names that address (as some proxies write it)', async (t) => {
+  const clientIp = createClientIp(['10.0.0.0/8'])
+  t.equal(clientIp('10.0.0.2', '192.0.2.7:1234').ip, '192.0.2.7')
+  t.equal(clientIp('10.0.0.2', '[2001:db8::5]:443').key, clientIp('10.0.0.2', '2001:db8::5').key)
+  t.equal(clientIp('10.0.0.2', '[2001:db8::5]').ip, clientIp('10.0.0.2', '2001:db8::5').ip)
+  t.equal(clientIp('10.0.0.2', '[::ffff:192.0.2.8]:80').ip, '192.0.2.8', 'mapped: IPv4')
+  t.equal(clientIp('10.0.0.2', '198.51.100.9:5555, 10.0.0.3:80').ip, '198.51.100.9', 'a trusted hop with a port is walked past')
+  t.not(clientIp('10.0.0.2', '192.0.2.7:1234').key, clientIp('10.0.0.2', '198.51.100.9:5555').key, 'two clients, two keys (not the proxy\'s one)')
 })
 
 t.test('a missing or unreadable socket address is one shared "unknown" client', async (t) => {
