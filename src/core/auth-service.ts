@@ -256,7 +256,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     for (const value of values) {
       const d = devices.verify(value)
       if (d === null) continue
-      if (!ours && d.userId === userId) {
+      if (!ours && userId !== undefined && d.userIds.includes(userId)) {
         device = d
         ours = true
       } else device ??= d
@@ -406,7 +406,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     const entries = [
       { key: ipEmailKey, rule: rl.login.perIpEmail },
       ours
-        ? { key: limitKey('login_device', device!.deviceId), rule: rl.login.perDevice }
+        ? { key: limitKey('login_device', device!.deviceId, userId!), rule: rl.login.perDevice }
         : { key: limitKey('login_email', email), rule: rl.login.perEmail, keep: Keep.ACCOUNT },
     ]
     return { entries, device, ours, ipEmailKey }
@@ -584,8 +584,9 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
           throw new AppError('INVALID_CREDENTIALS')
         }
       }
-      // the same device id when this browser already had one, whoever it named
-      signedIn.deviceCookie = devices.issue(user.id, device?.deviceId)
+      // the same device when this browser already had one, naming this user first and keeping
+      // the users it named
+      signedIn.deviceCookie = devices.issue(user.id, device)
       events.login('success')
       log.info({ event: 'login', outcome: 'success', ip: client.ip, userId: user.id, sessionId: signedIn.sessionId }, 'login succeeded')
       return signedIn
@@ -652,7 +653,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       events.register('success')
       log.info({ event: 'register', outcome: 'success', ip: client.ip, userId: user.id }, 'user registered')
       const signed = await signedIn(user, session, refreshToken, keys)
-      signed.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device?.deviceId)
+      signed.deviceCookie = devices.issue(user.id, deviceOf(client, undefined).device)
       return signed
     },
 
@@ -730,7 +731,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
         log.info({ event: 'login_mfa', outcome: 'invalid_token', ip: client.ip, userId: user!.id }, 'second step refused')
         throw new AppError('INVALID_MFA_TOKEN')
       }
-      signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device?.deviceId)
+      signedIn.deviceCookie = devices.issue(user!.id, deviceOf(client, user!.id).device)
       events.mfa(method)
       log.info(
         { event: 'login_mfa', outcome: 'success', method, ip: client.ip, userId: user!.id, sessionId: signedIn.sessionId, ...(!totp && { recoveryCodesLeft: factor.recoveryCodes.length - 1 }) },

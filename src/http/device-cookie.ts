@@ -14,6 +14,8 @@ export interface DeviceCookie {
 }
 
 const MAX_AGE_S = 31_536_000
+/** the values of the cookie read at most (each is one HMAC to verify) */
+export const MAX_VALUES = 32
 
 export function createDeviceCookie(config: Config): DeviceCookie {
   const c = config.cookie
@@ -28,8 +30,10 @@ export function createDeviceCookie(config: Config): DeviceCookie {
         const eq = pair.indexOf('=')
         if (eq === -1 || pair.slice(0, eq).trim() !== name) continue
         const value = pair.slice(eq + 1).trim()
-        // our values are base64url and a dot: never quoted or escaped
-        if (value !== '' && out.length < 4) out.push(value)
+        // our values are base64url and a dot: never quoted or escaped. Enough are read that a
+        // sibling subdomain cannot hide the browser's own behind planted ones (browsers send the
+        // longer Path first), without a header of thousands costing as many MACs
+        if (value !== '' && out.length < MAX_VALUES) out.push(value)
       }
       return out
     },

@@ -128,3 +128,38 @@ t.test('a wrong password costs one hash with or without the cookie, and the answ
   t.equal(app.hasher.runs - runs, 1)
   t.same(strip(withCookie), strip(without))
 })
+
+t.test('two accounts in one browser: signing in to the second keeps the first its device, and each has its own per_device budget', async (t) => {
+  const app = await buildApp(t, { env: { ...PROXY, AUTHD_RATE_LIMIT_LOGIN_PER_DEVICE: '3/15m' } })
+  const nina = await addUser(app, 'nina@example.com', PASSWORD)
+  await addUser(app, 'oscar@example.com', PASSWORD)
+  const first = deviceCookie(await login(app, 'nina@example.com', PASSWORD, '198.51.100.7'))!.value
+  // the browser sends nina's cookie to oscar's login, and keeps what that answer sets
+  const jar = deviceCookie(await login(app, 'oscar@example.com', PASSWORD, '198.51.100.7', first))!.value
+  t.equal(deviceIdOf(jar), deviceIdOf(first), 'one device')
+
+  await spendPerEmail(t, app, 'nina@example.com')
+  t.equal((await login(app, 'nina@example.com', PASSWORD, '198.51.100.8')).status, 429, 'a stranger is refused')
+  const back = await login(app, 'nina@example.com', PASSWORD, '198.51.100.7', jar)
+  t.equal(back.status, 200, 'nina, with the cookie her browser now holds, signs in')
+  t.equal(back.body.data.user.id, nina.id)
+
+  // oscar's wrong passwords on this browser spend oscar's per_device, not nina's
+  const latest = deviceCookie(back)!.value
+  for (let i = 0; i < 3; i++) t.equal((await login(app, 'oscar@example.com', 'wrong-password', `198.51.100.${30 + i}`, latest)).status, 401)
+  t.equal((await login(app, 'oscar@example.com', PASSWORD, '198.51.100.40', latest)).status, 429, "oscar's device budget spent")
+  t.equal((await login(app, 'nina@example.com', PASSWORD, '198.51.100.41', latest)).status, 200, "nina's is not")
+})
+
+t.test('the browser\'s own device cookie counts behind planted ones (a sibling subdomain can plant some when the name is not __Host-)', async (t) => {
+  const app = await buildApp(t, { env: PROXY })
+  await addUser(app, EMAIL, PASSWORD)
+  const device = deviceCookie(await login(app, EMAIL, PASSWORD, '198.51.100.7'))!.value
+  await spendPerEmail(t, app, EMAIL)
+  const planted = Array.from({ length: 20 }, (_, i) => `${NAME}=planted${i}.${'A'.repeat(43)}`).join('; ')
+  const r = await call(app, 'POST', '/api/auth/login', {
+    json: { email: EMAIL, password: PASSWORD },
+    headers: { 'x-forwarded-for': '198.51.100.7', cookie: `${planted}; ${NAME}=${device}` },
+  })
+  t.equal(r.status, 200, 'twenty planted values before it')
+})
