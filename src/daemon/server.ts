@@ -218,11 +218,17 @@ function refuseAfterPending(socket: Socket, answer: string): void {
  * kernel) for `idleMs`, looking once a second: a client that connects and says nothing, or sends
  * a request and never reads a response larger than the socket's buffers. The cost is one look per
  * connection per second, none per request. Returns what stops it.
+ *
+ * Quiet means both: `idleMs` by the clock, and as many looks in a row as fit in it that saw
+ * nothing move. A process held still (a long GC pause, a VM without CPU for a while) looks once
+ * when it resumes, before it has read what arrived meanwhile: that is one quiet look, not the
+ * whole pause of silence, so a client that kept sending is not cut off for it.
  */
 export function closeStalledSockets(server: Server, idleMs: number, everyMs = 1_000): () => void {
-  const watched = new Map<Socket, { read: number; written: number; since: number }>()
+  const watched = new Map<Socket, { read: number; written: number; since: number; quiet: number }>()
+  const looks = Math.max(1, Math.ceil(idleMs / everyMs))
   server.on('connection', (socket: Socket) => {
-    watched.set(socket, { read: 0, written: 0, since: performance.now() })
+    watched.set(socket, { read: 0, written: 0, since: performance.now(), quiet: 0 })
     socket.once('close', () => watched.delete(socket))
   })
   const timer = setInterval(() => {
@@ -234,7 +240,8 @@ export function closeStalledSockets(server: Server, idleMs: number, everyMs = 1_
         seen.read = read
         seen.written = written
         seen.since = now
-      } else if (now - seen.since >= idleMs) {
+        seen.quiet = 0
+      } else if (++seen.quiet >= looks && now - seen.since >= idleMs) {
         watched.delete(socket)
         socket.destroy()
       }

@@ -275,3 +275,35 @@ t.test('closeStalledSockets: a socket where no byte moves is closed; one that ke
   await new Promise<void>((r) => server.close(() => r()))
   t.equal(server.listenerCount('close'), 0, "the sweep's stop ran with the server's close")
 })
+
+t.test('closeStalledSockets: a process held still (a GC pause, a VM without CPU) is one quiet look, not the whole pause of silence', async (t) => {
+  const server = createServer(() => {})
+  const sides: Socket[] = []
+  server.on('connection', (s: Socket) => sides.push(s))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())))
+  const port = (server.address() as { port: number }).port
+  closeStalledSockets(server, 400, 100)
+  const client = await new Promise<Socket>((resolve) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s))
+    s.on('error', () => {})
+  })
+  t.teardown(() => client.destroy())
+  client.write('GET /hang HTTP/1.1\r\nX-Slow: ')
+  const drip = setInterval(() => client.write('a'), 50)
+  t.teardown(() => clearInterval(drip))
+  await new Promise((r) => setTimeout(r, 300))
+  // held still for 700 ms in the check phase: the sweep, overdue, runs next, before the poll
+  // phase reads anything
+  await new Promise<void>((r) =>
+    setImmediate(() => {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 700)
+      r()
+    }),
+  )
+  await new Promise((r) => setTimeout(r, 300))
+  t.equal(sides.length, 1)
+  t.notOk(sides[0]!.destroyed, 'the socket that kept moving is still open after the pause')
+  clearInterval(drip)
+  await within(new Promise((r) => sides[0]!.once('close', r)), 3000, 'the socket closing once it went quiet')
+})
