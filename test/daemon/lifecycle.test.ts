@@ -13,6 +13,11 @@ import { spawnDaemon, type Daemon } from '../helpers/daemon.js'
 const within = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))])
 
+/** resolves once `ready()` holds, looking every 20 ms */
+const until = async (ready: () => boolean): Promise<void> => {
+  while (!ready()) await new Promise((r) => setTimeout(r, 20))
+}
+
 const exited = (d: Daemon): Promise<number | null> =>
   d.proc.exitCode !== null ? Promise.resolve(d.proc.exitCode) : new Promise((resolve) => d.proc.once('exit', (code) => resolve(code)))
 
@@ -46,12 +51,15 @@ t.test('on SIGTERM drains the request in flight, refuses new connections, and ex
   socket.on('data', (c: Buffer) => (answer += c.toString()))
   socket.on('error', () => undefined)
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()))
-  // the request has begun: headers and half the body
-  socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`)
-  await new Promise((r) => setTimeout(r, 300))
+  // the request has begun: headers and half the body. The 100 Continue says the daemon has read
+  // the headers and handed the request on (it is in flight, not a connection yet to speak)
+  socket.write(`POST /api/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n${body.slice(0, 10)}`)
+  await within(until(() => answer.startsWith('HTTP/1.1 100 Continue\r\n\r\n')), 10_000, 'the 100 Continue')
+  answer = ''
   const code = exited(d)
   d.proc.kill('SIGTERM')
-  await new Promise((r) => setTimeout(r, 500))
+  // logged once the listener is closed (the same step), whenever the daemon gets to it
+  await within(until(() => d.output().includes('"event":"stopping"')), 10_000, 'the stopping line')
   t.equal(d.proc.exitCode, null, 'still running while a request is in flight')
   t.ok(await refused(d.port), 'no longer accepting connections')
   socket.write(body.slice(10))

@@ -57,8 +57,9 @@ t.test('a write the disk refuses is a 503 with Retry-After, logged with its caus
   t.equal(me.status, 200, `/me reads only: ${me.text}`)
   t.equal((await call(authd.url, 'GET', '/healthz')).status, 200, '/healthz')
 
-  // give the log its batch interval
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  // the log keeps order: once the /healthz request's line is out, every line before it is
+  const deadline = Date.now() + 10_000
+  while (!/"route":"\/healthz"/.test(authd.output()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
   const lines = authd
     .output()
     .split('\n')
