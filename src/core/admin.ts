@@ -8,7 +8,7 @@
  * show the admin.
  */
 import type { Algorithm, Config } from '../config/types.js'
-import type { AuditDraft, KeyRecord, SessionCursor, SessionEntry, SessionRecord, Store, UserRecord } from '../store/store.js'
+import { settleKeys, type AuditDraft, type KeyRecord, type SessionCursor, type SessionEntry, type SessionRecord, type Store, type UserRecord } from '../store/store.js'
 import { AppError, quoted } from '../errors.js'
 import { adminDraft, type AuditEventName, type DraftFields } from './audit.js'
 import { blank } from './credentials.js'
@@ -509,13 +509,16 @@ export function createAdmin(deps: AdminDeps): Admin {
 
     async listKeys() {
       const at = now()
-      const stored = new Map((await store.listKeys()).map((k) => [k.kid, k]))
-      const keys = await effectiveKeys(at)
-      for (const k of keys) {
-        // a next key that signs now, the key it replaced, a retiring key whose last token has
-        // expired: record what every daemon already derives (the same values whoever writes them)
+      const listed = await store.listKeys()
+      const stored = new Map(listed.map((k) => [k.kid, k]))
+      // a next key that signs now and the key it replaced: recorded, as every daemon derives it
+      // from the stored times alone. Not a retiring key's end: that comes from the access-token
+      // lifetime of this program's config, which may not be the daemon's (a key retired early
+      // would stop verifying tokens still live); each daemon derives it with its own.
+      for (const k of settleKeys(listed, at)) {
         if (stored.get(k.kid)?.state !== k.state) await store.putKey(k)
       }
+      const keys = keyStates(listed, at, verifyWindowMs)
       return keys.map(keySummary).sort((a, b) => b.createdAt - a.createdAt || a.kid.localeCompare(b.kid))
     },
 

@@ -163,13 +163,11 @@ t.test('keys: rotation at once, the effective state of a retiring key, and the a
   const later = await admin.listKeys()
   t.same(later.map((k) => [k.kid, k.state]), [[second.active.kid, 'active'], [first.active.kid, 'retired']])
   const stored = (await store.getKey(first.active.kid))!
-  t.equal(stored.state, 'retired', 'the transition is recorded')
-  t.equal(stored.retiredAt, stored.retiringAt! + window, 'retired when its last token expired')
-  t.equal(later[1]!.retiredAt, stored.retiredAt)
-  t.ok((await store.keysVersion()) > version)
-  const unchanged = await store.keysVersion()
-  await admin.listKeys()
-  t.equal(await store.keysVersion(), unchanged, 'recorded once')
+  t.equal(later[1]!.retiredAt, stored.retiringAt! + window, 'retired when its last token expired')
+  // the end of a retiring key is this program's access-token lifetime: not recorded, since the
+  // daemon's may be longer (a key recorded retired stops verifying its tokens everywhere)
+  t.equal(stored.state, 'retiring', 'not recorded')
+  t.equal(await store.keysVersion(), version, 'nothing written')
 
   t.equal((await admin.checkRevokeKey(second.active.kid)).kid, second.active.kid, 'the active key may be revoked')
   t.ok(await store.getKey(second.active.kid), 'checking changes nothing')
@@ -202,6 +200,9 @@ t.test('keys: a rotated key is next for tokens.key_lead, then signs by itself an
   t.equal(listed[1]!.verifiesUntil, start + 2 * MIN + 10 * MIN + 5000)
   t.same([(await store.getKey(second.key.kid))?.state, (await store.getKey(first.key.kid))?.state], ['active', 'retiring'], 'the transition is recorded')
   t.ok((await store.keysVersion()) > version)
+  const unchanged = await store.keysVersion()
+  await admin.listKeys()
+  t.equal(await store.keysVersion(), unchanged, 'recorded once')
 
   // a second scheduled rotation replaces a key still next; revoking a next key needs no replacement
   const third = await admin.rotateKey()
