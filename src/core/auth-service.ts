@@ -35,6 +35,11 @@ export interface SignedIn {
   expiresIn: number
   refreshToken: string
   sessionId: string
+  /**
+   * the refresh cookie's Max-Age, in seconds: the session's time left until its absolute end
+   * (sessions.absolute_ttl after login, so a refresh does not keep the cookie past the session)
+   */
+  cookieMaxAgeS: number
   /** login and register: the device cookie's new value (this browser, this user) */
   deviceCookie?: string
 }
@@ -327,8 +332,11 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
   /** The answer of a sign-in whose session is written: an access token for it (`keys`: readKeys) */
   async function signedIn(user: UserRecord, session: SessionRecord, refreshToken: string, keys: Promise<unknown>): Promise<SignedIn> {
     const { token, expiresIn } = await sign({ sub: user.id, email: user.email, sid: session.id, amr: session.amr }, keys)
-    return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId: session.id }
+    return { user: { id: user.id, email: user.email }, accessToken: token, expiresIn, refreshToken, sessionId: session.id, cookieMaxAgeS: cookieMaxAge(session) }
   }
+  /** SignedIn.cookieMaxAgeS of `session` now (rounded up: at login, exactly absolute_ttl) */
+  const cookieMaxAge = (session: SessionRecord): number =>
+    Math.max(0, Math.ceil((Math.min(session.expiresAt, session.createdAt + sessionPolicy.absoluteTtlMs) - deps.now()) / 1000))
 
   /**
    * Starts a session of `user` after a password check (a login, a second step), recording `event`
@@ -814,7 +822,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
       // the session's amr, as its login proved it
       const { token: accessToken, expiresIn } = await sign({ sub: user.id, email: user.email, sid: outcome.session.id, amr: outcome.session.amr }, keys ?? readKeys())
       events.refresh(outcome.kind === 'grace' ? 'grace' : 'success')
-      return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id }
+      return { user: { id: user.id, email: user.email }, accessToken, expiresIn, refreshToken: outcome.token, sessionId: outcome.session.id, cookieMaxAgeS: cookieMaxAge(outcome.session) }
     },
 
     async clearLoginLimits(target) {

@@ -11,7 +11,8 @@ export interface RefreshCookie {
    * session and without clearing anything (clearing would clear ours, not the planted one).
    */
   ambiguous(header: string | undefined): boolean
-  set(token: string): string
+  /** the cookie holding `token`, kept `maxAgeS` seconds (the session's time left) */
+  set(token: string, maxAgeS: number): string
   clear(): string
 }
 
@@ -19,7 +20,6 @@ export function createRefreshCookie(config: Config): RefreshCookie {
   const c = config.cookie
   const sameSite = c.sameSite.toLowerCase() as 'strict' | 'lax' | 'none'
   const attrs = { httpOnly: true, secure: c.secure, sameSite, path: c.path }
-  const maxAge = Math.floor(config.sessions.absoluteTtlMs / 1000)
   return {
     read(header) {
       if (header === undefined || header === '') return undefined
@@ -38,7 +38,7 @@ export function createRefreshCookie(config: Config): RefreshCookie {
       }
       return false
     },
-    set: (token) => serialize(c.name, token, { ...attrs, maxAge }),
+    set: (token, maxAge) => serialize(c.name, token, { ...attrs, maxAge }),
     clear: () => serialize(c.name, '', { ...attrs, maxAge: 0 }),
   }
 }

@@ -19,6 +19,24 @@ export function firstHeader(req: IncomingMessage, name: string): string | undefi
 }
 
 /**
+ * The value of header `name` (lower-case), a header a request may carry once (Authorization): when
+ * sent more than once, `''`, a value of no form, so that the request is read as carrying none that
+ * is valid, rather than as the first (a proxy in front may have read the last).
+ */
+export function soleHeader(req: IncomingMessage, name: string): string | undefined {
+  const raw = req.rawHeaders
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const k = raw[i]!
+    if (k.length === name.length && (k === name || k.toLowerCase() === name)) {
+      if (value !== undefined) return ''
+      value = raw[i + 1]
+    }
+  }
+  return value
+}
+
+/**
  * The value of header `name` (lower-case) as node's `req.headers` gives it for a header it joins
  * when sent more than once (Origin, X-Forwarded-For: the values in order, `, ` between them).
  */

@@ -13,29 +13,30 @@ const NAME = '__Host-authd_rt'
 
 t.test('by default: __Host-, Secure, HttpOnly, SameSite=Strict, Path=/, Max-Age of sessions.absolute_ttl', async (t) => {
   const cookie = createRefreshCookie(testConfig(t.testdirName))
-  t.equal(cookie.set(TOKEN), `${NAME}=${TOKEN}; Max-Age=2592000; Path=/; HttpOnly; Secure; SameSite=Strict`)
+  t.equal(cookie.set(TOKEN, 2592000), `${NAME}=${TOKEN}; Max-Age=2592000; Path=/; HttpOnly; Secure; SameSite=Strict`)
   t.equal(cookie.clear(), `${NAME}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Strict`)
 })
 
 t.test('with --dev: authd_rt, without Secure', async (t) => {
   const cookie = createRefreshCookie(testConfig(t.testdirName, {}, { dev: true }))
-  t.equal(cookie.set(TOKEN), `authd_rt=${TOKEN}; Max-Age=2592000; Path=/; HttpOnly; SameSite=Strict`)
+  t.equal(cookie.set(TOKEN, 2592000), `authd_rt=${TOKEN}; Max-Age=2592000; Path=/; HttpOnly; SameSite=Strict`)
   t.equal(cookie.clear(), 'authd_rt=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict')
 })
 
 t.test('name, path and SameSite from config, the same when set and when cleared', async (t) => {
   const env = { AUTHD_COOKIE_NAME: 'rt', AUTHD_COOKIE_PATH: '/api/auth', AUTHD_COOKIE_SAME_SITE: 'Lax' }
   const cookie = createRefreshCookie(testConfig(t.testdirName, env))
-  t.equal(cookie.set(TOKEN), `rt=${TOKEN}; Max-Age=2592000; Path=/api/auth; HttpOnly; Secure; SameSite=Lax`)
+  t.equal(cookie.set(TOKEN, 2592000), `rt=${TOKEN}; Max-Age=2592000; Path=/api/auth; HttpOnly; Secure; SameSite=Lax`)
   t.equal(cookie.clear(), 'rt=; Max-Age=0; Path=/api/auth; HttpOnly; Secure; SameSite=Lax')
   const none = createRefreshCookie(testConfig(t.testdirName, { AUTHD_COOKIE_SAME_SITE: 'None' }))
-  t.match(none.set(TOKEN), /; Secure; SameSite=None$/)
+  t.match(none.set(TOKEN, 2592000), /; Secure; SameSite=None$/)
   t.match(none.clear(), /; Secure; SameSite=None$/)
 })
 
-t.test('Max-Age is sessions.absolute_ttl in seconds (which the config holds to whole seconds)', async (t) => {
-  t.match(createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' })).set(TOKEN), /; Max-Age=7200;/)
-  t.match(createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2000ms' })).set(TOKEN), /; Max-Age=2;/)
+t.test('Max-Age is the seconds given (the time left of the session: sessions.absolute_ttl at login), which the config holds to whole seconds', async (t) => {
+  const cookie = createRefreshCookie(testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '2h' }))
+  t.match(cookie.set(TOKEN, 7200), /; Max-Age=7200;/)
+  t.match(cookie.set(TOKEN, 1), /; Max-Age=1;/)
   t.throws(() => testConfig(t.testdirName, { AUTHD_SESSIONS_ABSOLUTE_TTL: '1999ms' }), { code: 'CONFIG_INVALID' }, 'a part of a second is refused, not rounded down')
 })
 

@@ -55,3 +55,19 @@ t.test('a request with two Host headers is refused with 400 Bad request', async 
   }
   t.equal((await rawRequest(app.port, [get('/healthz')])).status, 200, 'one Host: served')
 })
+
+t.test('two Authorization headers carry no valid token, whichever order: 401 Unauthorized at /me and the account endpoints', async (t) => {
+  const app = await startServer(t)
+  const reg = await call(app.url, 'POST', '/api/auth/register', { json: { email: 'ann@example.com', password: 'copper-lantern-58' } })
+  t.equal(reg.status, 201)
+  const good = `Authorization: Bearer ${reg.body.data.accessToken as string}`
+  for (const path of ['/api/auth/me', '/api/auth/sessions']) {
+    t.equal((await rawRequest(app.port, [get(path, ['Host: 127.0.0.1', good])])).status, 200, `${path}, one header: served`)
+    for (const pair of [[good, 'Authorization: Bearer junk'], ['authorization: Bearer junk', good], [good, good]]) {
+      const r = await rawRequest(app.port, [get(path, ['Host: 127.0.0.1', ...pair])])
+      t.equal(r.status, 401, `${path}: ${pair.map((h) => h.slice(0, 26)).join(' + ')}`)
+      t.same(JSON.parse(r.body), { success: false, message: 'Unauthorized' })
+      t.equal(r.headers['www-authenticate'], 'Bearer')
+    }
+  }
+})

@@ -346,6 +346,8 @@ t.test('absolute expiry: no refresh past sessions.absolute_ttl, however often us
     c.advance(50 * 60_000)
     const res = await refreshWith(app, jar.value)
     t.equal(res.status, 200, `refresh at ${(i + 1) * 50} min`)
+    // the session's time left, not a new absolute_ttl: the browser drops the cookie as it ends
+    t.match(setCookies(res)[0], new RegExp(`; Max-Age=${7200 - (i + 1) * 3000};`), `its cookie lives the ${120 - (i + 1) * 50} min left`)
     jar.take(res)
   }
   c.advance(20 * 60_000) // 120 min after login

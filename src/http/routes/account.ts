@@ -2,7 +2,7 @@
  * A signed-in user's own account (README, "Your own account"): who they are, their password,
  * their sessions. The access token is checked before a body is read.
  */
-import { firstHeader } from '../raw-headers.js'
+import { soleHeader } from '../raw-headers.js'
 import type { Routes } from '../router.js'
 import type { RouteContext } from './context.js'
 
@@ -12,7 +12,7 @@ export function accountRoutes(c: RouteContext): Routes {
     '/api/auth/me': {
       // the hot path: one promise, and the body comes made (core/me-view.ts keeps it with the
       // user it answers)
-      GET: (x) => auth.me(firstHeader(x.req, 'authorization')).then((me) => reply.text(x, 200, me.body, me.bytes)),
+      GET: (x) => auth.me(soleHeader(x.req, 'authorization')).then((me) => reply.text(x, 200, me.body, me.bytes)),
     },
     '/api/auth/password': {
       POST: async (x) => {

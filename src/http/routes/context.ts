@@ -10,7 +10,7 @@ import type { OriginPolicy } from '../cors.js'
 import type { DeviceCookie } from '../device-cookie.js'
 import type { Exchange } from '../exchange.js'
 import type { Metrics } from '../metrics.js'
-import { firstHeader, joinedHeader } from '../raw-headers.js'
+import { joinedHeader, soleHeader } from '../raw-headers.js'
 import type { Reply } from '../reply.js'
 
 export interface RouteDeps {
@@ -48,13 +48,13 @@ export function createRouteContext(deps: RouteDeps): RouteContext {
   return {
     ...deps,
     body: (x) => readJsonBody(x.req, bodyLimit),
-    who: (x) => auth.authenticate(firstHeader(x.req, 'authorization')),
+    who: (x) => auth.authenticate(soleHeader(x.req, 'authorization')),
     checkOrigin(x) {
       if (!origins.cookieAllowed(joinedHeader(x.req, 'origin'))) throw new AppError('FORBIDDEN_ORIGIN')
     },
     withDevices: (x) => ({ ...x.client(), devices: deviceCookie.read(x.req.headers.cookie) }),
     signedIn(x, status, s) {
-      const refresh = refreshCookie.set(s.refreshToken)
+      const refresh = refreshCookie.set(s.refreshToken, s.cookieMaxAgeS)
       reply.ok(
         x,
         status,

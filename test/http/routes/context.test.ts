@@ -89,11 +89,12 @@ t.test('checkOrigin: no Origin, our own or a listed one passes; any other is 403
   t.throws(() => c.checkOrigin(exchange(['Origin', OWN, 'Origin', OWN])), { code: 'FORBIDDEN_ORIGIN', status: 403 }, 'two Origin headers name no origin')
 })
 
-t.test('who: the first Authorization header goes to authenticate, as sent', async (t) => {
+t.test('who: the Authorization header goes to authenticate as sent; two of them as a value of no form', async (t) => {
   const { c, authorizations } = context(config(t))
+  await c.who(exchange(['authorization', 'Bearer one']))
   await c.who(exchange(['Authorization', 'Bearer one', 'authorization', 'Bearer two']))
   await c.who(exchange([]))
-  t.same(authorizations, ['Bearer one', undefined])
+  t.same(authorizations, ['Bearer one', '', undefined])
 })
 
 t.test('withDevices: the client, and the device cookies the request carried', async (t) => {
@@ -116,11 +117,11 @@ t.test('body: read under server.body_limit', async (t) => {
 t.test('signedIn: the access token in the body, the refresh cookie (and device cookie) in Set-Cookie', async (t) => {
   const cfg = config(t)
   const { c, answers } = context(cfg)
-  const s: SignedIn = { user: { id: 'u1', email: 'ann@example.com' }, accessToken: 'access', expiresIn: 900, refreshToken: 'refresh-secret', sessionId: 's1' }
+  const s: SignedIn = { user: { id: 'u1', email: 'ann@example.com' }, accessToken: 'access', expiresIn: 900, refreshToken: 'refresh-secret', sessionId: 's1', cookieMaxAgeS: 1234 }
   c.signedIn(exchange([]), 200, s)
   c.signedIn(exchange([]), 201, { ...s, deviceCookie: 'device-value' })
   const body = { accessToken: 'access', tokenType: 'Bearer', expiresIn: 900, user: { id: 'u1', email: 'ann@example.com' } }
-  const refresh = createRefreshCookie(cfg).set('refresh-secret')
+  const refresh = createRefreshCookie(cfg).set('refresh-secret', 1234)
   t.same(answers, [
     { status: 200, data: body, headers: { 'set-cookie': refresh } },
     { status: 201, data: body, headers: { 'set-cookie': [refresh, createDeviceCookie(cfg).set('device-value')] } },
