@@ -88,9 +88,8 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
     }
     created = makesNewStore(config)
     // a directory of other things (a path one level off, /etc/authd): not made a store by a
-    // command that only reads or changes one; an empty one is a store not yet started (and
-    // one with LMDB's lock file alone, a store's remains, is for LMDB to judge)
-    if (created && !opts.create && readdirSync(path).some((name) => name !== 'lock.mdb')) throw new AppError('NO_STORE_IN_DIR', { params: { path } })
+    // command that only reads or changes one; an empty one is a store not yet started
+    if (created && !opts.create && holdsOtherFiles(path)) throw new AppError('NO_STORE_IN_DIR', { params: { path } })
   }
   const [{ openStore }, { createAdmin, lazyPasswordTools }] = await Promise.all([import('../store/open.js'), import('../core/admin.js')])
   const { store } = await openStore(config.store)
@@ -107,6 +106,19 @@ export async function openStoreDeps(base: BaseDeps, opts: { create: boolean }): 
 
 /** whether opening the store `config` names makes a new, empty one: LMDB keeps a store in data.mdb */
 export const makesNewStore = (config: Config): boolean => config.store.backend === 'lmdb' && !existsSync(join(config.store.path, 'data.mdb'))
+
+/**
+ * whether the directory at `path` holds files that are not a store's: LMDB's lock file alone (a
+ * store's remains) is for LMDB to judge, a new filesystem's lost+found is no file of anyone's, and
+ * a directory that cannot be read (another user's, 0700) is for the store's opening to name
+ */
+function holdsOtherFiles(path: string): boolean {
+  try {
+    return readdirSync(path).some((name) => name !== 'lock.mdb' && name !== 'lost+found')
+  } catch {
+    return false
+  }
+}
 
 /** whether `path`, or a directory it would sit in, is a file (not a directory) */
 function fileInTheWay(path: string): boolean {

@@ -5,10 +5,32 @@
 import t from 'tap'
 import argon2 from 'argon2'
 import { spawn } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { AUTHCTL_BIN, lmdbOnly, openTestStore, storeEnv } from '../helpers/app.js'
 import { ctlFor, PASSWORD, runCtl } from './run.js'
+
+/**
+ * authctl as the user nobody (the tests run as root, whom no file mode stops), without the test
+ * runner's hooks in NODE_OPTIONS (they write where nobody may not)
+ */
+function asNobody(args: string[]): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn('runuser', ['-u', 'nobody', '--', 'env', '-u', 'NODE_OPTIONS', process.execPath, AUTHCTL_BIN, ...args], {
+      cwd: '/',
+      env: { PATH: process.env.PATH },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let stderr = ''
+    proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000)
+    proc.on('error', reject)
+    proc.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stderr })
+    })
+  })
+}
 
 const SECRET = 'JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP'
 
@@ -229,9 +251,21 @@ t.test('usage: --help on every command, bad flags and config errors exit 2', asy
     }
 
     const empty = join(dir, 'empty')
-    mkdirSync(empty)
+    mkdirSync(join(empty, 'lost+found'), { recursive: true })
     const fromEnv = await runCtl(['user', 'list', '--json'], { cwd: dir, env: { AUTHD_DATA: empty } })
-    t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory')
+    t.equal(fromEnv.code, 0, 'AUTHD_DATA names the data directory (a new filesystem\'s lost+found in it is no file of anyone\'s)')
     t.same(fromEnv.json(), { users: [] })
+
+    // a store of another user's (0700, as authd makes it): authd's sentence, not the directory's
+    // listing refused (regression: the check for files other than a store's ran first)
+    const owned = join(dir, 'owned')
+    t.equal((await runCtl(['user', 'add', 'ann@example.com', '--password-stdin', '--data', owned], { cwd: dir, input: `${PASSWORD}\n` })).code, 0)
+    chmodSync(owned, 0o700)
+    const root = process.getuid?.() === 0
+    if (!root) chmodSync(owned, 0o000)
+    t.teardown(() => chmodSync(owned, 0o700))
+    const other = root ? await asNobody(['user', 'list', '--data', owned]) : await runCtl(['user', 'list', '--data', owned], { cwd: dir })
+    t.equal(other.stderr, `authctl: Cannot use the data directory ${owned}: permission denied (run as the user that owns it).\n`)
+    t.equal(other.code, 1, 'the operation failed, as for authd')
   })
 })
