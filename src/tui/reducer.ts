@@ -277,7 +277,7 @@ function updateList(state: State, list: ListName, change: Partial<ListState>): S
 /** what the status line says when the details page on screen closes because its row is gone */
 const GONE = {
   users: 'That user no longer exists: it was removed elsewhere.',
-  sessions: 'That session has ended.',
+  sessions: 'That session is no longer listed: it ended, or is no longer among the most recently used.',
   keys: 'That key no longer exists: it was revoked elsewhere.',
 } as const
 
@@ -419,7 +419,7 @@ function finishTask(state: State, id: number, result: TaskResult): State {
     case 'setDisabled':
       return done(task.disabled ? `Disabled ${task.email}; ${plural(result.count ?? 0, 'session')} revoked.` : `Enabled ${task.email}.`)
     case 'removeUser':
-      return done(`Deleted ${task.email}.`)
+      return closeDetail(done(`Deleted ${task.email}.`), 'users', (id) => id === task.userId)
     case 'resetMfa':
       return done(
         result.wasEnabled !== false
@@ -429,9 +429,11 @@ function finishTask(state: State, id: number, result: TaskResult): State {
             : `${task.email} had no second factor; nothing to reset.`,
       )
     case 'revokeSession':
-      return done(`Revoked a session of ${task.email}.`)
-    case 'revokeUserSessions':
-      return done(`Revoked ${plural(result.count ?? 0, 'session')} of ${task.email}.`)
+      return closeDetail(done(`Revoked a session of ${task.email}.`), 'sessions', (id) => id === task.sessionId)
+    case 'revokeUserSessions': {
+      const ofUser = (id: string): boolean => s.snapshot?.sessions.some((x) => x.id === id && x.userId === task.userId) === true
+      return closeDetail(done(`Revoked ${plural(result.count ?? 0, 'session')} of ${task.email}.`), 'sessions', ofUser)
+    }
     case 'rotateKey': {
       const key = result.key
       if (key === undefined) return done('Rotated the signing key.')
@@ -446,10 +448,20 @@ function finishTask(state: State, id: number, result: TaskResult): State {
       if (s.view !== running.view) return s
       return { ...s, confirm: { prompt: task.prompt, task: { kind: 'revokeKey', kid: task.kid } }, notice: null }
     case 'revokeKey':
-      return done(`Revoked key ${task.kid}.`)
+      return closeDetail(done(`Revoked key ${task.kid}.`), 'keys', (id) => id === task.kid)
     case 'smoke':
       return { ...s, smoke: { ...s.smoke, result: result.passed === true ? 'pass' : 'fail' } }
   }
+}
+
+/**
+ * The details page of `list` closed when it shows a record this UI has just removed (`removed`
+ * of its id): the outcome stays on the status line, where the reload would have said the record
+ * went elsewhere.
+ */
+function closeDetail(state: State, list: ListName, removed: (id: string) => boolean): State {
+  const l = state.lists[list]
+  return l.detail && l.selectedId !== null && removed(l.selectedId) ? updateList(state, list, { detail: false }) : state
 }
 
 function failTask(state: State, id: number, message: string): State {

@@ -105,7 +105,37 @@ t.test('a details page whose row is removed elsewhere closes and says so, rather
   t.ok(s.lists.sessions.detail)
   s = reducer(s, { type: 'loaded', snapshot: snap({ sessions: snap().sessions.filter((x) => x.id !== open) }) })
   t.equal(s.lists.sessions.detail, false)
-  t.equal(s.notice?.text, 'That session has ended.')
+  t.equal(s.notice?.text, 'That session is no longer listed: it ended, or is no longer among the most recently used.')
+})
+
+t.test('acting from a details page: the page closes with the outcome on the status line, not as a removal made elsewhere', async (t) => {
+  // delete bob from his page
+  let s = press(start(), 'j', ENTER, 'x', 'y')
+  s = done(s)
+  t.equal(s.lists.users.detail, false)
+  s = reducer(s, { type: 'loaded', snapshot: snap({ users: [carol, alice] }) })
+  t.equal(s.notice?.text, 'Deleted bob@example.com.')
+  // revoke a session from its page
+  s = press(start(), '2', ENTER)
+  const sid = s.lists.sessions.selectedId
+  s = done(press(s, 'x', 'y'))
+  s = reducer(s, { type: 'loaded', snapshot: snap({ sessions: snap().sessions.filter((x) => x.id !== sid) }) })
+  t.match(s.notice?.text, /^Revoked a session of /)
+  t.equal(s.lists.sessions.detail, false)
+  // every session of its user, from one of them
+  s = press(start(), '2', ENTER)
+  const user = snap().sessions.find((x) => x.id === s.lists.sessions.selectedId)!.userId
+  s = done(press(s, 'X', 'y'), { count: 2 })
+  s = reducer(s, { type: 'loaded', snapshot: snap({ sessions: snap().sessions.filter((x) => x.userId !== user) }) })
+  t.match(s.notice?.text, /^Revoked 2 sessions of /)
+  // a key revoked from its page
+  s = press(start(), '3', 'j', ENTER, 'x')
+  s = done(s)
+  t.ok(s.confirm, 'asked')
+  s = done(press(s, 'y'))
+  s = reducer(s, { type: 'loaded', snapshot: snap({ keys: [key('kid-active')] }) })
+  t.equal(s.notice?.text, 'Revoked key kid-old.')
+  t.equal(s.lists.keys.detail, false)
 })
 
 t.test('pages move by the rows the terminal has room for', async (t) => {
