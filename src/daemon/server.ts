@@ -224,15 +224,15 @@ function refuseAfterPending(socket: Socket, answer: string): void {
  * when it resumes, before it has read what arrived meanwhile: that is one quiet look, not the
  * whole pause of silence, so a client that kept sending is not cut off for it.
  */
-export function closeStalledSockets(server: Server, idleMs: number, everyMs = 1_000): () => void {
+export function closeStalledSockets(server: Server, idleMs: number, everyMs = 1_000, clock: () => number = () => performance.now()): () => void {
   const watched = new Map<Socket, { read: number; written: number; since: number; quiet: number }>()
   const looks = Math.max(1, Math.ceil(idleMs / everyMs))
   server.on('connection', (socket: Socket) => {
-    watched.set(socket, { read: 0, written: 0, since: performance.now(), quiet: 0 })
+    watched.set(socket, { read: 0, written: 0, since: clock(), quiet: 0 })
     socket.once('close', () => watched.delete(socket))
   })
   const timer = setInterval(() => {
-    const now = performance.now()
+    const now = clock()
     for (const [socket, seen] of watched) {
       const read = socket.bytesRead
       const written = socket.bytesWritten

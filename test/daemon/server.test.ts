@@ -283,27 +283,30 @@ t.test('closeStalledSockets: a process held still (a GC pause, a VM without CPU)
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   t.teardown(() => new Promise<void>((r) => server.close(() => r())))
   const port = (server.address() as { port: number }).port
-  closeStalledSockets(server, 400, 100)
+  // the sweep's clock, which the test moves on by a pause the looks did not see
+  let held = 0
+  closeStalledSockets(server, 1000, 100, () => performance.now() + held)
   const client = await new Promise<Socket>((resolve) => {
     const s = connect(port, '127.0.0.1', () => resolve(s))
     s.on('error', () => {})
   })
   t.teardown(() => client.destroy())
   client.write('GET /hang HTTP/1.1\r\nX-Slow: ')
-  const drip = setInterval(() => client.write('a'), 50)
+  let dripping = true
+  const drip = setInterval(() => dripping && client.write('a'), 20)
   t.teardown(() => clearInterval(drip))
   await new Promise((r) => setTimeout(r, 300))
-  // held still for 700 ms in the check phase: the sweep, overdue, runs next, before the poll
-  // phase reads anything
-  await new Promise<void>((r) =>
-    setImmediate(() => {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 700)
-      r()
-    }),
-  )
+  // a pause of 2 s as the process resumes from it: the looks after it find nothing read (the
+  // bytes that came meanwhile are not read yet: here the client holds them back a moment), then
+  // the client's bytes move again
+  dripping = false
+  await new Promise((r) => setTimeout(r, 150))
+  held = 2000
+  await new Promise((r) => setTimeout(r, 150))
+  dripping = true
   await new Promise((r) => setTimeout(r, 300))
   t.equal(sides.length, 1)
   t.notOk(sides[0]!.destroyed, 'the socket that kept moving is still open after the pause')
   clearInterval(drip)
-  await within(new Promise((r) => sides[0]!.once('close', r)), 3000, 'the socket closing once it went quiet')
+  await within(new Promise((r) => sides[0]!.once('close', r)), 5000, 'the socket closing once it went quiet')
 })
