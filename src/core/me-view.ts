@@ -80,7 +80,12 @@ interface Turn {
   promise: Promise<Map<string, Entry | undefined>>
   resolve(found: Map<string, Entry | undefined>): void
   reject(err: unknown): void
+  /** when its first lookup came (performance.now) */
+  since: number
 }
+
+/** a turn that has waited this long for a read that failed shares its failure (readTurn) */
+const SHARE_FAILURE_AFTER_MS = 1000
 
 export function createMeView(deps: {
   store: Pick<Store, 'meRead'>
@@ -114,7 +119,7 @@ export function createMeView(deps: {
       resolve = ok
       reject = fail
     })
-    return { sids: new Set(), promise, resolve, reject }
+    return { sids: new Set(), promise, resolve, reject, since: performance.now() }
   }
 
   /** the lookups of this turn, read together once its I/O is done */
@@ -164,6 +169,7 @@ export function createMeView(deps: {
     if (turn === undefined) return
     next = undefined
     reading = true
+    let failed: { err: unknown } | undefined
     try {
       const sids = [...turn.sids]
       const cached = new Set<string>()
@@ -186,9 +192,18 @@ export function createMeView(deps: {
       known = read.version
       turn.resolve(found)
     } catch (err) {
+      failed = { err }
       turn.reject(err)
     } finally {
       reading = false
+      // The lookups that came while a read failed have waited for it: a second, as long (a hung
+      // database's deadline), would keep them past what any request may wait (docs/api.md: 5 s).
+      // Those that have waited a second or more share the failure; later ones read again.
+      const waiting = next as Turn | undefined // set meanwhile, by join()
+      if (failed !== undefined && waiting !== undefined && performance.now() - waiting.since >= SHARE_FAILURE_AFTER_MS) {
+        next = undefined
+        waiting.reject(failed.err)
+      }
       if (next !== undefined) setImmediate(readTurn)
     }
   }

@@ -113,3 +113,23 @@ t.test("an error of the store's own (a code with no status) is a fault here: the
   t.same(r.body, { success: false, message: 'Internal server error' })
   t.equal(app.logs.lines.filter((l) => l.msg === 'unexpected error').length, 1, 'logged as unexpected')
 })
+
+t.test('a database that hangs: a /me that waited a second or more for a read that failed shares its 503, rather than wait as long again', async (t) => {
+  const { s, app } = await downable(t)
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const signedIn = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const bearer = { authorization: `Bearer ${signedIn.body.data.accessToken as string}` }
+  t.equal((await call(app, 'GET', '/api/auth/me', { headers: bearer })).status, 200)
+  s.down = true
+  s.hangMs = 2500
+  const reads = s.meReads
+  const first = call(app, 'GET', '/api/auth/me', { headers: bearer })
+  await new Promise((r) => setTimeout(r, 100))
+  // arrives while the first read hangs, and waits for it
+  const second = call(app, 'GET', '/api/auth/me', { headers: bearer })
+  unavailable(t, await first, 'the /me whose read hung')
+  unavailable(t, await second, 'the /me that waited for it')
+  t.equal(s.meReads - reads, 1, 'one read: the second did not start one of its own (on a hung database, one more deadline)')
+  s.down = false
+  t.equal((await call(app, 'GET', '/api/auth/me', { headers: bearer })).status, 200, 'service resumes')
+})
