@@ -297,7 +297,12 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * PostgreSQL the two round trips are waited for once).
    */
   async function sign(claims: Parameters<AccessTokens['sign']>[0], keys: Promise<unknown> = deps.keyring.refresh()): Promise<{ token: string; expiresIn: number }> {
-    await keys
+    // The store that cannot be read for the keys now: signed with the keys as last loaded. The
+    // write before it stands (a session started, a refresh token rotated): a 503 would lose the
+    // new token, and a retry with a rotated cookie after the grace would end the session as reused.
+    await keys.catch((err: unknown) => {
+      if (!isAppError(err) || err.code !== 'STORE_UNAVAILABLE') throw err
+    })
     return tokens.sign(claims)
   }
   /** the keyring's read begun now, for a sign() after a write (its failure is sign()'s) */

@@ -11,12 +11,14 @@ export interface Switchable {
   store: Store
   down: boolean
   hangMs: number
+  /** methods that fail as `down` makes them, while the others answer */
+  failing: Set<string>
   pings: number
   meReads: number
 }
 
 export function switchable(real: Store): Switchable {
-  const state: Switchable = { store: real, down: false, hangMs: 0, pings: 0, meReads: 0 }
+  const state: Switchable = { store: real, down: false, hangMs: 0, failing: new Set(), pings: 0, meReads: 0 }
   state.store = new Proxy(real, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown
@@ -24,7 +26,7 @@ export function switchable(real: Store): Switchable {
       return (...args: unknown[]) => {
         if (prop === 'ping') state.pings++
         if (prop === 'meRead') state.meReads++
-        if (state.down) {
+        if (state.down || state.failing.has(String(prop))) {
           const refused = (): Promise<never> => Promise.reject(new AppError('STORE_UNAVAILABLE', { message: 'the database does not answer' }))
           return state.hangMs === 0 ? refused() : new Promise((r) => setTimeout(r, state.hangMs)).then(refused)
         }

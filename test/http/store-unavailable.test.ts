@@ -14,7 +14,7 @@ import { switchable } from '../helpers/unavailable-store.js'
 const PASSWORD = 'correct horse battery'
 const COOKIE = '__Host-authd_rt'
 
-async function downable(t: Test, opts: { readyPingMs?: number } = {}) {
+async function downable(t: Test, opts: { readyPingMs?: number; env?: Record<string, string> } = {}) {
   const real = await openLmdbStore({ path: t.testdir() })
   t.teardown(() => real.close())
   const s = switchable(real)
@@ -132,4 +132,20 @@ t.test('a database that hangs: a /me that waited a second or more for a read tha
   t.equal(s.meReads - reads, 1, 'one read: the second did not start one of its own (on a hung database, one more deadline)')
   s.down = false
   t.equal((await call(app, 'GET', '/api/auth/me', { headers: bearer })).status, 200, 'service resumes')
+})
+
+t.test('a refresh whose rotation is written while the keys cannot be read is answered with its token, signed with the keys as loaded', async (t) => {
+  const { s, app } = await downable(t, { env: { AUTHD_SESSIONS_REUSE_GRACE: '0s' } })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  const signedIn = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  const jar = new CookieJar(COOKIE)
+  jar.take(signedIn)
+  // the database fails the keys' read alone, after the rotation's write went through
+  s.failing.add('keysVersion')
+  const r = await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })
+  t.equal(r.status, 200, 'the rotated token is answered, not lost behind a 503')
+  jar.take(r)
+  s.failing.clear()
+  t.equal((await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken as string}` } })).status, 200, 'its access token verifies')
+  t.equal((await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })).status, 200, 'and the new cookie refreshes: the session lives')
 })
