@@ -45,9 +45,11 @@ export interface Db extends Sql {
   end(): Promise<void>
 }
 
-// SQLSTATE classes and codes that mean "the database cannot answer now", not "the statement is wrong"
+// SQLSTATE classes and codes that mean "the database cannot answer now", not "the statement is
+// wrong". A table or function of the schema that is not there (42P01, 42883, 3F000) is a database
+// without authd's schema: one being restored, or a failover to a node without it.
 const UNAVAILABLE_CLASSES = ['08', '53', '57', '58']
-const UNAVAILABLE_CODES = new Set(['25006', '55P03', '40001', '40P01', '28000', '28P01', '3D000'])
+const UNAVAILABLE_CODES = new Set(['25006', '55P03', '40001', '40P01', '28000', '28P01', '3D000', '42P01', '42883', '3F000'])
 // errno codes of a socket that cannot reach the server
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED'])
 // what node-postgres says when a connection ends under it or cannot be had

@@ -837,7 +837,8 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
     // ---- meta ----
     schemaVersion: () => schemaVersionOf(db),
     async ping() {
-      await db.query(`SELECT 1`)
+      // the schema's own table: a database that answers without authd's schema is not ready
+      await db.query(`SELECT 1 FROM authd_meta LIMIT 1`)
     },
     exportRecords: () => exportPg(db, PG_SCHEMA_VERSION),
     importRecords: (records, audit) => importPg(db, records, audit),
