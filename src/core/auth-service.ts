@@ -29,6 +29,9 @@ import { newUserId } from './users.js'
 export type { Authenticated, ClientContext, Logger, MeUser } from './caller.js'
 export type { MeAnswer } from './me-view.js'
 
+/** keys confirmed this recently may sign when the store cannot be read for them (sign()) */
+const KEYS_FRESH_MS = 1000
+
 export interface SignedIn {
   user: { id: string; email: string }
   accessToken: string
@@ -90,7 +93,7 @@ export interface AuthServiceDeps {
   policy: PasswordPolicy
   tokens: AccessTokens
   /** refreshed before a token is signed: a key rotated by authctl signs from the next one */
-  keyring: Pick<Keyring, 'refresh'>
+  keyring: Pick<Keyring, 'refresh' | 'confirmedAt'>
   /** /me's reads, and the checks of every access token (me-view.ts) */
   meView: MeView
   limiter: RateLimiter
@@ -297,11 +300,16 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
    * PostgreSQL the two round trips are waited for once).
    */
   async function sign(claims: Parameters<AccessTokens['sign']>[0], keys: Promise<unknown> = deps.keyring.refresh()): Promise<{ token: string; expiresIn: number }> {
-    // The store that cannot be read for the keys now: signed with the keys as last loaded. The
-    // write before it stands (a session started, a refresh token rotated): a 503 would lose the
-    // new token, and a retry with a rotated cookie after the grace would end the session as reused.
+    // The store that cannot be read for the keys now: signed with the keys held, when they were
+    // the store's a moment ago (KEYS_FRESH_MS, within which a revoked key is refused everywhere:
+    // docs/api.md). The write before it stands (a session started, a refresh token rotated): a
+    // 503 would lose the new token, and a retry with a rotated cookie after the grace would end
+    // the session as reused. Keys older than that may include one revoked since: 503.
     await keys.catch((err: unknown) => {
       if (!isAppError(err) || err.code !== 'STORE_UNAVAILABLE') throw err
+      const age = deps.now() - deps.keyring.confirmedAt
+      if (!(age <= KEYS_FRESH_MS)) throw err
+      log.warn({ event: 'keys_unread', keysAgeMs: Math.round(age) }, 'signed with the keys held: the store could not be read for them')
     })
     return tokens.sign(claims)
   }

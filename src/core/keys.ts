@@ -71,9 +71,10 @@ export interface Keyring {
   jwks(): { keys: LoadedKey['jwk'][] }
   /**
    * Loads the keys again when `keysVersion` (the store's, as the caller has just read it: /me's
-   * one read per turn, core/me-view.ts) is not the one loaded; resolves to whether it did.
+   * one read per turn, core/me-view.ts) is not the one loaded; resolves to whether it did. `at`:
+   * when that read began (the keys are the store's as of then), now by default.
    */
-  sync(keysVersion: number): Promise<boolean>
+  sync(keysVersion: number, at?: number): Promise<boolean>
   /**
    * Reads the store's keys version and syncs (before signing, and for the JWKS). Calls made while
    * a read is under way share it: a flood of JWKS requests is one read at a time.
@@ -83,6 +84,12 @@ export interface Keyring {
   readonly version: number
   /** increases whenever the keys in use change (loaded again, or a state changed by time) */
   readonly generation: number
+  /**
+   * when the keys held were last known to be the store's (the start of the last read of its keys
+   * version that found them so, or loaded them): how stale they may be when the store cannot be
+   * read (-Infinity before any)
+   */
+  readonly confirmedAt: number
 }
 
 /**
@@ -105,6 +112,7 @@ export async function createKeyring(deps: { store: Store; now: () => number; ver
   let applied = 0
   let loading: { version: number; promise: Promise<boolean> } | undefined
   let refreshing: Promise<boolean> | undefined
+  let confirmedAt = -Infinity
 
   /** the keys in use, from `records` as they stand now */
   const build = (): void => {
@@ -155,8 +163,11 @@ export async function createKeyring(deps: { store: Store; now: () => number; ver
       current()
       return jwks
     },
-    sync(keysVersion) {
-      if (keysVersion === version) return Promise.resolve(false)
+    sync(keysVersion, at = deps.now()) {
+      if (keysVersion === version) {
+        confirmedAt = Math.max(confirmedAt, at)
+        return Promise.resolve(false)
+      }
       if (loading !== undefined && loading.version === keysVersion) return loading.promise
       const seq = ++started
       const promise = deps.store.listKeys().then((keys) => {
@@ -164,6 +175,7 @@ export async function createKeyring(deps: { store: Store; now: () => number; ver
         applied = seq
         records = keys
         version = keysVersion
+        confirmedAt = Math.max(confirmedAt, at)
         build()
         return true
       })
@@ -175,9 +187,10 @@ export async function createKeyring(deps: { store: Store; now: () => number; ver
       return promise
     },
     refresh() {
+      const at = deps.now()
       refreshing ??= deps.store
         .keysVersion()
-        .then((v) => ring.sync(v))
+        .then((v) => ring.sync(v, at))
         .finally(() => {
           refreshing = undefined
         })
@@ -188,6 +201,9 @@ export async function createKeyring(deps: { store: Store; now: () => number; ver
     },
     get generation() {
       return generation
+    },
+    get confirmedAt() {
+      return confirmedAt
     },
   }
   await ring.refresh()

@@ -18,6 +18,7 @@
  * meRead reads (lmdb-store.ts, projectedOnChange) and drops them when their bytes change. No
  * caller outside this module passes a version to any of them.
  */
+import { isAppError } from '../errors.js'
 import type { MeRecord, Store } from '../store/store.js'
 import type { AccessClaims, AccessTokens } from './access-tokens.js'
 import type { MeUser } from './caller.js'
@@ -174,8 +175,10 @@ export function createMeView(deps: {
       const sids = [...turn.sids]
       const cached = new Set<string>()
       for (const sid of sids) if (kept.get(sid)?.version === known) cached.add(sid)
+      const at = deps.now()
       const read = await store.meRead(sids, known, cached)
-      if (read.keysVersion !== keyring.version) await keyring.sync(read.keysVersion)
+      // the keys as of the read's start (sync also notes them confirmed then)
+      await keyring.sync(read.keysVersion, at)
       const found = new Map<string, Entry | undefined>()
       for (const sid of sids) {
         if (read.records.has(sid)) {
@@ -196,11 +199,12 @@ export function createMeView(deps: {
       turn.reject(err)
     } finally {
       reading = false
-      // The lookups that came while a read failed have waited for it: a second, as long (a hung
-      // database's deadline), would keep them past what any request may wait (docs/api.md: 5 s).
-      // Those that have waited a second or more share the failure; later ones read again.
+      // The lookups that came while a read failed for want of the store have waited for it: a
+      // second read, as long (a hung database's deadline), would keep them past what any request
+      // may wait (docs/api.md: 5 s). The turn they make shares the failure when its first lookup
+      // has waited a second or more (all its lookups then answer 503); a younger turn reads again.
       const waiting = next as Turn | undefined // set meanwhile, by join()
-      if (failed !== undefined && waiting !== undefined && performance.now() - waiting.since >= SHARE_FAILURE_AFTER_MS) {
+      if (failed !== undefined && isAppError(failed.err) && failed.err.code === 'STORE_UNAVAILABLE' && waiting !== undefined && performance.now() - waiting.since >= SHARE_FAILURE_AFTER_MS) {
         next = undefined
         waiting.reject(failed.err)
       }

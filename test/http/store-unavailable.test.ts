@@ -14,7 +14,7 @@ import { switchable } from '../helpers/unavailable-store.js'
 const PASSWORD = 'correct horse battery'
 const COOKIE = '__Host-authd_rt'
 
-async function downable(t: Test, opts: { readyPingMs?: number; env?: Record<string, string> } = {}) {
+async function downable(t: Test, opts: { readyPingMs?: number; env?: Record<string, string>; now?: () => number } = {}) {
   const real = await openLmdbStore({ path: t.testdir() })
   t.teardown(() => real.close())
   const s = switchable(real)
@@ -148,4 +148,18 @@ t.test('a refresh whose rotation is written while the keys cannot be read is ans
   s.failing.clear()
   t.equal((await call(app, 'GET', '/api/auth/me', { headers: { authorization: `Bearer ${r.body.data.accessToken as string}` } })).status, 200, 'its access token verifies')
   t.equal((await call(app, 'POST', '/api/auth/refresh', { headers: jar.header() })).status, 200, 'and the new cookie refreshes: the session lives')
+})
+
+t.test('keys last confirmed longer ago than a second are not signed with when the store cannot be read for them: 503 (one revoked meanwhile would sign)', async (t) => {
+  let now = 1_700_000_000_000
+  const { s, app } = await downable(t, { now: () => now })
+  await addUser(app, 'ann@example.com', PASSWORD)
+  t.equal((await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })).status, 200)
+  s.failing.add('keysVersion')
+  now += 900
+  const fresh = await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } })
+  t.equal(fresh.status, 200, 'confirmed 0.9 s ago: signed with them')
+  t.match(app.logs.lines.find((l) => l.event === 'keys_unread'), { level: 'warn', keysAgeMs: 900 }, 'and said so')
+  now += 1200
+  unavailable(t, await call(app, 'POST', '/api/auth/login', { json: { email: 'ann@example.com', password: PASSWORD } }), 'confirmed 2.1 s ago')
 })

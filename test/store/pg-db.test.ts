@@ -42,7 +42,6 @@ t.test('isUnavailable: the database cannot answer now, by SQLSTATE class or code
     ['3D000 no such database', withCode('3D000')],
     // a database without authd's schema (a restore under way)
     ['42P01 no such table', withCode('42P01')],
-    ['42883 no such function', withCode('42883')],
     ['3F000 no such schema', withCode('3F000')],
     // the socket
     ...['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED'].map((c): [string, unknown] => [c, withCode(c)]),
@@ -56,6 +55,7 @@ t.test('isUnavailable: the database cannot answer now, by SQLSTATE class or code
   const own: Array<[string, unknown]> = [
     ['23505 unique violation', withCode('23505')],
     ['42601 a syntax error', withCode('42601')],
+    ['42883 no such function (also a wrong argument type)', withCode('42883')],
     ['22P02 invalid text', withCode('22P02')],
     ['25P02 a transaction aborted before', withCode('25P02')],
     ['a class prefix only', withCode('08')],

@@ -46,10 +46,11 @@ export interface Db extends Sql {
 }
 
 // SQLSTATE classes and codes that mean "the database cannot answer now", not "the statement is
-// wrong". A table or function of the schema that is not there (42P01, 42883, 3F000) is a database
-// without authd's schema: one being restored, or a failover to a node without it.
+// wrong". A table or schema that is not there (42P01, 3F000) is a database without authd's
+// schema: one being restored, or a failover to a node without it. (A function that is not there,
+// 42883, is left a statement's error: it is also what a wrong argument type in our own SQL gives.)
 const UNAVAILABLE_CLASSES = ['08', '53', '57', '58']
-const UNAVAILABLE_CODES = new Set(['25006', '55P03', '40001', '40P01', '28000', '28P01', '3D000', '42P01', '42883', '3F000'])
+const UNAVAILABLE_CODES = new Set(['25006', '55P03', '40001', '40P01', '28000', '28P01', '3D000', '42P01', '3F000'])
 // errno codes of a socket that cannot reach the server
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOENT', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'ECONNABORTED'])
 // what node-postgres says when a connection ends under it or cannot be had

@@ -837,8 +837,10 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
     // ---- meta ----
     schemaVersion: () => schemaVersionOf(db),
     async ping() {
-      // the schema's own table: a database that answers without authd's schema is not ready
-      await db.query(`SELECT 1 FROM authd_meta LIMIT 1`)
+      // the schema's own record: a database that answers without authd's schema, or without its
+      // version yet (a restore under way), is not ready
+      const rows = await db.query(`SELECT 1 FROM authd_meta WHERE name = 'schema_version'`)
+      if (rows.length === 0) throw new AppError('STORE_UNAVAILABLE', { message: 'the database has no authd schema version (a restore under way?)' })
     },
     exportRecords: () => exportPg(db, PG_SCHEMA_VERSION),
     importRecords: (records, audit) => importPg(db, records, audit),
