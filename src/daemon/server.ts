@@ -264,6 +264,8 @@ function removeSocketFile(path: string): void {
 /**
  * A socket file left by an authd that crashed is replaced; one that a running authd still answers
  * on is not (EADDRINUSE, as for a port in use), and a path that is not a socket is never removed.
+ * Stale means refused (ECONNREFUSED: nothing listens on it): a socket whose listener is alive but
+ * busy or held still (its queue full: EAGAIN) is in use, not stale.
  */
 async function removeStaleSocket(path: string): Promise<void> {
   let isSocket: boolean
@@ -279,7 +281,7 @@ async function removeStaleSocket(path: string): Promise<void> {
       probe.destroy()
       resolve(true)
     })
-    probe.once('error', () => resolve(false))
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(err.code !== 'ECONNREFUSED'))
   })
   if (alive) throw Object.assign(new Error(`listen EADDRINUSE: ${path}`), { code: 'EADDRINUSE' })
   unlinkSync(path)

@@ -3,9 +3,10 @@
  * processes allowed to open the file (mode 0660: the proxy's group) reach it, and X-Forwarded-For
  * arriving over it is believed (README, Deploy on a VM).
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
+import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import t from 'tap'
@@ -103,6 +104,34 @@ t.test('a stale socket file from a crash is replaced; a live one or another file
   await t.rejects(listen(second, { socket: long }), { code: 'ENAMETOOLONG' }, 'a path longer than a socket takes is refused, not bound cut short')
   t.notOk(existsSync(long.slice(0, 107)), 'nothing bound at a shortened path')
   t.equal(readFileSync(file, 'utf8'), 'keep me', 'a file that is not a socket is never removed')
+})
+
+t.test('a socket whose listener is alive but held still (its queue full: EAGAIN) is in use, not stale: not taken over', async (t) => {
+  const path = join(shortDir(t), 'busy.sock')
+  // a listener with a queue of one, then held still (SIGSTOP), its queue filled
+  const holder = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(path)}, 1, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'ignore'] })
+  t.teardown(() => {
+    holder.kill('SIGKILL')
+  })
+  await new Promise<void>((r) => holder.stdout.once('data', () => r()))
+  const inode = lstatSync(path).ino
+  holder.kill('SIGSTOP')
+  const held: Socket[] = []
+  t.teardown(() => held.forEach((c) => c.destroy()))
+  let again = false
+  for (let i = 0; i < 64 && !again; i++) {
+    again = await new Promise<boolean>((resolve) => {
+      const c = connect(path)
+      held.push(c)
+      c.once('connect', () => resolve(false))
+      c.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EAGAIN'))
+    })
+  }
+  t.ok(again, 'the queue is full: a connection gets EAGAIN')
+  const app = await buildApp(t)
+  await t.rejects(listen(app, { socket: path }), { code: 'EADDRINUSE' })
+  t.equal(lstatSync(path).ino, inode, "the held listener's socket file is still there, not replaced")
+  holder.kill('SIGCONT')
 })
 
 t.test('authd start with server.socket: the log line names the socket, readyz answers, SIGTERM removes it', async (t) => {
