@@ -109,6 +109,8 @@ async function start(io: Io, flags: ConfigFlags): Promise<number> {
   const signalled = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'))
     process.once('SIGINT', () => resolve('SIGINT'))
+    // a terminal's hangup (an ssh session that drops under a foreground authd): drained too
+    process.once('SIGHUP', () => resolve('SIGHUP'))
   })
   const running = await listen(services, at, handlerFor).catch(async (err: unknown) => {
     await services.close()

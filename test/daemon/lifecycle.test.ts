@@ -137,3 +137,12 @@ t.test('a SIGTERM sent the moment the listening line appears drains and exits 0,
     t.same(JSON.parse(report), { code: 0, signal: null, stopped: true }, `run ${i}: exit 0 after draining, not killed by the signal`)
   }
 })
+
+t.test('SIGHUP (a terminal hanging up) drains and exits 0 as SIGTERM does', async (t) => {
+  const d = await spawnDaemon(t, t.testdir())
+  const code = exited(d)
+  d.proc.kill('SIGHUP')
+  t.equal(await within(code, 15_000, 'exit after SIGHUP'), 0)
+  t.match(d.output(), /"event":"stopping","signal":"SIGHUP"/)
+  t.match(d.output(), /"event":"stopped"/)
+})
