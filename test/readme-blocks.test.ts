@@ -318,10 +318,11 @@ t.test('the walk: the Quick start, then every block a new user runs, as written'
   // unit's authd listens on 127.0.0.1:P, so that is its public URL (for authctl smoke)
   const vmEnv = { AUTHD_SERVER_SOCKET: '', AUTHD_SERVER_PUBLIC_URL: `http://127.0.0.1:${port}` }
   const unit = readUnit()
-  // the unit's command line and environment; /usr/local/bin/authd is npm's global authd: the checkout's here
+  // the unit's command line and environment; `authd` is npm's global authd (systemd finds it in
+  // /usr/local/bin or /usr/bin): the checkout's here, first on the PATH
   const execStart = value(unit, 'Service', 'ExecStart')!
-  t.match(execStart, /^\/usr\/local\/bin\/authd start --config \/etc\/authd\/auth\.toml$/)
-  const unitCommand = `export PATH="${join(checkout, 'bin')}:$PATH" && exec ${onTestMachine(execStart, places).replace(/^\/usr\/local\/bin\/authd /, 'authd ')}`
+  t.match(execStart, /^authd start --config \/etc\/authd\/auth\.toml$/)
+  const unitCommand = `export PATH="${join(checkout, 'bin')}:$PATH" && exec ${onTestMachine(execStart, places)}`
   const unitEnv = Object.fromEntries(values(unit, 'Service', 'Environment').map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]))
   t.equal(value(unit, 'Service', 'KillSignal'), 'SIGTERM', 'systemctl stop sends SIGTERM')
   t.equal(onTestMachine(value(unit, 'Service', 'WorkingDirectory')!, places), places.lib, 'it runs in the store\'s directory')

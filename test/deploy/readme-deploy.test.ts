@@ -46,8 +46,8 @@ t.test('the section is there, with its steps', async (t) => {
 t.test('step 1 installs a package that holds everything the later steps use', async (t) => {
   const install = lineWith(/npm install -g /)
   t.equal(install, `sudo npm install -g ./${pkg.name}-${pkg.version}.tgz`, 'the tarball npm pack writes')
-  t.same(Object.keys(pkg.bin).sort(), ['authctl', 'authd'], 'global bins: /usr/local/bin/authd and authctl')
-  t.match(value(unit, 'Service', 'ExecStart'), /^\/usr\/local\/bin\/authd /, "the unit runs npm's global authd")
+  t.same(Object.keys(pkg.bin).sort(), ['authctl', 'authd'], 'global bins: authd and authctl in npm\'s global bin directory')
+  t.match(value(unit, 'Service', 'ExecStart'), /^authd /, "the unit runs npm's global authd, by name: systemd finds it in /usr/local/bin or /usr/bin")
   const packed = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, timeout: 60_000 })
   const files = new Set((JSON.parse(packed.stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path))
   const used = [...new Set([...section.matchAll(/\$\(npm root -g\)\/authd\/(config\/[\w.]+)/g)].map((m) => m[1]!))]

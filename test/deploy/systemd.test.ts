@@ -18,7 +18,8 @@ t.test('the unit runs authd start as a dedicated user, on the config and state d
   t.same(Object.keys(unit), ['Unit', 'Service', 'Install'])
   t.equal(service('User'), 'authd', 'a dedicated user')
   t.equal(service('Group'), 'authd')
-  t.equal(service('ExecStart'), '/usr/local/bin/authd start --config /etc/authd/auth.toml', 'the global npm install and the README config path')
+  // a bare name: systemd finds it in /usr/local/bin or /usr/bin, wherever npm's global prefix put it
+  t.equal(service('ExecStart'), 'authd start --config /etc/authd/auth.toml', 'the global npm install and the README config path')
   t.notOk(service('ExecStart')!.includes('--dev'), 'production defaults, never --dev')
   t.equal(service('StateDirectory'), 'authd')
   t.equal(service('StateDirectoryMode'), '0700', 'the store directory is private, as authd itself creates it')
@@ -75,12 +76,12 @@ const systemdSkip = installed('systemd-analyze') ? false : 'systemd-analyze is n
 t.test('systemd-analyze verify accepts the unit without a warning', { skip: systemdSkip }, async (t) => {
   const dir = t.testdir()
   const file = join(dir, 'authd.service')
-  if (existsSync('/usr/local/bin/authd')) copyFileSync(configFile('authd.service'), file)
+  if (existsSync('/usr/local/bin/authd') || existsSync('/usr/bin/authd')) copyFileSync(configFile('authd.service'), file)
   else {
     // authd is not installed globally on this machine: point ExecStart at this checkout's authd
     // (only the program path changes; verify checks that it exists and is executable)
     const text = readFileSync(configFile('authd.service'), 'utf8')
-    writeFileSync(file, text.replace(/^ExecStart=\/usr\/local\/bin\/authd /m, `ExecStart=${process.execPath} ${AUTHD_BIN} `))
+    writeFileSync(file, text.replace(/^ExecStart=authd /m, `ExecStart=${process.execPath} ${AUTHD_BIN} `))
   }
   const r = spawnSync('systemd-analyze', ['verify', file], { encoding: 'utf8', timeout: 60_000 })
   const mine = `${r.stdout}${r.stderr}`.split('\n').filter((l) => l.includes('authd.service'))
