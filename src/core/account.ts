@@ -204,9 +204,12 @@ export function createAccount(deps: AccountDeps): Account {
       // another user's session, an ended one and one that never was: one answer
       const s = !mayBeSessionId(sessionId) ? undefined : await store.getSession(sessionId)
       const audit = s === undefined ? [] : [apiDraft('session.revoke', client, { at: deps.now(), userId: s.userId, email: who.user.email, sessionId: s.id, detail: { current: s.id === who.sessionId } })]
-      if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy) || !(await store.revokeSession(s.id, audit))) {
-        throw new AppError('SESSION_NOT_FOUND')
-      }
+      if (s === undefined || s.userId !== who.user.id || !isLive(s, deps.now(), policy)) throw new AppError('SESSION_NOT_FOUND')
+      // only while the calling session still stands: one that a password change has just ended
+      // (after its token was checked) must not end the session that made the change
+      const revoked = await store.revokeSession(s.id, audit, { sessionId: who.sessionId, userId: who.user.id })
+      if (revoked === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+      if (!revoked) throw new AppError('SESSION_NOT_FOUND')
       log.info({ event: 'session_revoke', userId: s.userId, sessionId: s.id, current: s.id === who.sessionId, ip: client.ip }, 'session ended by its user')
     },
   }

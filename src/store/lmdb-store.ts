@@ -669,9 +669,10 @@ export async function openLmdbStore(opts: LmdbStoreOptions): Promise<Store> {
         }
         return n
       }),
-    revokeSession: (id, events) =>
+    revokeSession: (id, events, caller) =>
       durable(
         write((changed) => {
+          if (caller !== undefined && !callerHeld(caller.sessionId, caller.userId)) return undefined
           const s = tooLong(id) ? undefined : sessions.get(id)
           if (s === undefined) return false
           deleteSessionTx(s)

@@ -425,8 +425,13 @@ export interface Store {
    * as it is). Resolves to how many were deleted. For the sweep: keep `ids` to a bounded chunk.
    */
   sweepSessions(ids: string[], change: (session: SessionRecord) => SessionRecord | 'delete' | undefined): Promise<number>
-  /** deletes one session and its refresh-token entries; false if it did not exist */
-  revokeSession(id: string, audit?: Audit): Promise<boolean>
+  /**
+   * deletes one session and its refresh-token entries; false if it did not exist. With `caller`
+   * (a user ending one of their sessions from another), only while that session of the user is
+   * still stored, checked in the same transaction (as updateUser's `caller`): else nothing is
+   * written and it resolves to undefined (a password change that ended it comes first).
+   */
+  revokeSession(id: string, audit?: Audit, caller?: { sessionId: string; userId: string }): Promise<boolean | undefined>
   /** deletes every session of a user; returns how many */
   revokeUserSessions(userId: string, audit?: Audit): Promise<number>
   revokeAllSessions(audit?: Audit): Promise<number>

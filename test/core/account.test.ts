@@ -310,6 +310,15 @@ t.test('revokeSession: another user’s, an ended, an unknown and an empty id ar
   t.same(await s.store.auditEvents({ limit: 10 }), [], 'no event')
 })
 
+t.test('revokeSession: from a session that a password change ended after its token was checked: 401, and the session it named goes on', async (t) => {
+  const s = await setup(t)
+  // the password change (from s-other) committed between the calling session's check and this write
+  await s.store.revokeSession('s-calling')
+  await t.rejects(s.account.revokeSession(s.who, 's-other', client), { code: 'INVALID_ACCESS_TOKEN', status: 401 })
+  t.ok(await s.store.getSession('s-other'), 'the session that changed the password stays')
+  t.same(await s.store.auditEvents({ limit: 10 }), [], 'no event')
+})
+
 t.test('revokeSession: ends an own live session, then the calling one itself, each with its session.revoke event', async (t) => {
   const s = await setup(t)
   await s.account.revokeSession(s.who, 's-other', client)

@@ -577,8 +577,10 @@ function createPgStore(db: Db, location: string, limiter: PgRateLimiter): Store 
         if (kept.length > 0) await sql.query(PUT_SESSIONS, columnsOf(kept.map(sessionColumns)))
         return gone.length
       }),
-    revokeSession: (id, audit = []) =>
+    revokeSession: (id, audit = [], caller) =>
       db.tx(async (sql) => {
+        // the user's row first, as a password change locks it: the two are one after the other
+        if (caller !== undefined && ((await lockedUser(sql, caller.userId)) === undefined || !(await callerHeld(sql, caller.sessionId, caller.userId)))) return undefined
         const rows = await sql.query(`DELETE FROM authd_sessions WHERE id = $1 RETURNING id`, [id])
         if (rows.length === 0) return false
         await appendAuditTx(sql, audit)
