@@ -144,12 +144,18 @@ export function createMfaService(deps: MfaServiceDeps): MfaService {
       await checkPassword(user, body.password, client)
       const now = deps.now()
       const disabled = eventIf('mfa.disable', who, client)
+      // checked again in the write: a disable that came first (another tab, another instance)
+      // leaves this one nothing to turn off, and a set-up begun since is not this one's to remove
+      let wasOn = false
       const stored = await store.updateUser(user.id, (u) => {
-        disabled.made(u.mfa !== undefined)
+        wasOn = u.mfa !== undefined
+        disabled.made(wasOn)
+        if (!wasOn) return u
         const { mfa: _mfa, ...rest } = withoutSetup(u)
         return { ...rest, updatedAt: now }
       }, disabled.audit, who.sessionId)
       if (stored === undefined) throw new AppError('INVALID_ACCESS_TOKEN')
+      if (!wasOn) throw new AppError('MFA_NOT_ENABLED')
       events.mfaAccount('disable')
       log.info({ event: 'mfa_change', outcome: 'disable', ip: client.ip, userId: user.id }, 'second factor turned off')
     },

@@ -265,11 +265,13 @@ t.test('disable: the right password clears the charge; the factor, its recovery 
   await t.rejects(s.mfa.disable(s.who, { password: PASSWORD }, client), { code: 'MFA_NOT_ENABLED' }, 'and off it stays')
 })
 
-t.test('disable: a factor already turned off meanwhile records no second mfa.disable', async (t) => {
+t.test('disable: a factor already turned off meanwhile (another tab, another instance): 409 as for one off before, no second mfa.disable, and a set-up begun since is kept', async (t) => {
   const s = await setup(t, { on: true })
-  s.meanwhile = () => s.store.updateUser('u-ann', ({ mfa: _mfa, ...u }) => u)
-  await s.mfa.disable(s.who, { password: PASSWORD }, client)
+  const setupSince = { secret: newTotpSecret(), createdAt: T0 }
+  s.meanwhile = () => s.store.updateUser('u-ann', ({ mfa: _mfa, ...u }) => ({ ...u, mfaSetup: setupSince }))
+  await t.rejects(s.mfa.disable(s.who, { password: PASSWORD }, client), { code: 'MFA_NOT_ENABLED', status: 409 })
   t.equal((await ann(s)).mfa, undefined)
+  t.same((await ann(s)).mfaSetup, setupSince, 'not this disable\'s to remove')
   t.same(await events(s), [], 'the write changed nothing')
 })
 
