@@ -17,6 +17,8 @@ import type { Config, RateRule } from './types.js'
  * Date can hold (year 275760), and every listing that showed it failed. Anything longer than a
  * century is a typo.
  */
+/** the longest Unix socket path Linux takes (sun_path: 108 bytes with its NUL) */
+export const MAX_SOCKET_PATH = 107
 const MAX_DURATION = '36500d'
 const MAX_DURATION_MS = parseDuration(MAX_DURATION)
 
@@ -135,7 +137,11 @@ export function buildConfig(layer: Layer, options: { dev: boolean; cwd: string }
   const socketPath = (): string | null => {
     const at = entry('server.socket')
     if (typeof at.value !== 'string' || at.value.includes('\0')) return fail('server.socket', 'must be a file path, or "" for none', at)
-    return at.value === '' ? null : resolve(options.cwd, at.value)
+    if (at.value === '') return null
+    const path = resolve(options.cwd, at.value)
+    // sun_path holds 108 bytes with its NUL (the daemon checks it again when it binds)
+    if (Buffer.byteLength(path) > MAX_SOCKET_PATH) return fail('server.socket', `must be at most ${MAX_SOCKET_PATH} bytes as an absolute path (a Unix socket's limit)`, at)
+    return path
   }
 
   // store.url is required with postgres, and is shown in messages with its password as ***

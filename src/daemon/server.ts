@@ -3,6 +3,7 @@ import { chmodSync, existsSync, lstatSync, unlinkSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
+import { MAX_SOCKET_PATH } from '../config/validate.js'
 import { AppError } from '../errors.js'
 import { MAX_HEADER_LINES, type Handler } from '../http/app.js'
 import { rawAnswer } from '../http/reply.js'
@@ -29,8 +30,6 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000
 /** a socket on which no byte has moved for this long is closed (checked every second) */
 export const STALLED_SOCKET_MS = 14_000
 
-/** the longest Unix socket path Linux takes */
-const MAX_SOCKET_PATH = 107
 
 /** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
 export type ListenAt = { host: string; port: number } | { socket: string }

@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig, type ConfigFlags } from '../../src/config/load.js'
@@ -310,9 +312,16 @@ t.test('cors origins are normalised to the form browsers send', async (t) => {
 })
 
 t.test('server.socket: "" listens on host and port; a path is made absolute against the working directory', async (t) => {
-  const cwd = t.testdir({ 'auth.toml': '[server]\nsocket = "run/authd.sock"\n' })
+  // a short working directory: tap's test directories are longer than a socket path may be
+  const cwd = mkdtempSync(join(tmpdir(), 'authd-cfg-'))
+  t.teardown(() => rmSync(cwd, { recursive: true, force: true }))
+  writeFileSync(join(cwd, 'auth.toml'), '[server]\nsocket = "run/authd.sock"\n')
   t.equal(load(cwd).config.server.socket, join(cwd, 'run/authd.sock'))
   t.equal(load(t.testdir({})).config.server.socket, null)
+  // longer than a Unix socket takes, as an absolute path: a config error (exit 2), not a failure at start
+  const long = `/run/${'x'.repeat(100)}.sock`
+  configError(t, () => load(cwd, { env: { AUTHD_SERVER_SOCKET: long } }), 'config: server.socket must be at most 107 bytes as an absolute path', '(got')
+  t.equal(load(cwd, { env: { AUTHD_SERVER_SOCKET: `/run/${'x'.repeat(97)}.sock` } }).config.server.socket?.length, 107, '107 bytes: taken')
 })
 
 t.test('sessions.max_per_user must be a positive integer', async (t) => {
