@@ -11,14 +11,15 @@ import { parseSize } from './size.js'
 import { redactUrl } from './redact-url.js'
 import type { Config, RateRule } from './types.js'
 
+/** the longest Unix socket path Linux takes (sun_path: 108 bytes with its NUL) */
+export const MAX_SOCKET_PATH = 107
+
 /**
  * The longest duration a setting takes. Times are kept as dates: a key's start is now plus
  * tokens.key_lead, a session's end now plus its TTL; 99999999d past now is past the last date a
  * Date can hold (year 275760), and every listing that showed it failed. Anything longer than a
  * century is a typo.
  */
-/** the longest Unix socket path Linux takes (sun_path: 108 bytes with its NUL) */
-export const MAX_SOCKET_PATH = 107
 const MAX_DURATION = '36500d'
 const MAX_DURATION_MS = parseDuration(MAX_DURATION)
 

@@ -30,7 +30,6 @@ const KEEP_ALIVE_TIMEOUT_MS = 5_000
 /** a socket on which no byte has moved for this long is closed (checked every second) */
 export const STALLED_SOCKET_MS = 14_000
 
-
 /** Where to listen: host and port, or a Unix socket path (server.socket) instead. */
 export type ListenAt = { host: string; port: number } | { socket: string }
 
