@@ -23,6 +23,8 @@ export interface Daemon {
   proc: ChildProcess
   /** stdout and stderr so far, interleaved */
   output(): string
+  /** stderr alone so far (a line of it may be split by stdout in output()) */
+  stderr(): string
   /** kill -9 */
   crash(): Promise<void>
   /** SIGTERM and wait for the exit code */
@@ -58,8 +60,12 @@ export async function spawnDaemon(t: Test, dir: string, opts: DaemonOptions = {}
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
+  let err = ''
   proc.stdout!.on('data', (c: Buffer) => (out += c.toString()))
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()))
+  proc.stderr!.on('data', (c: Buffer) => {
+    out += c.toString()
+    err += c.toString()
+  })
   const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
   t.teardown(async () => {
     if (proc.exitCode === null && proc.signalCode === null) {
@@ -87,6 +93,7 @@ export async function spawnDaemon(t: Test, dir: string, opts: DaemonOptions = {}
     port: url.startsWith('unix:') ? 0 : Number(new URL(url).port),
     proc,
     output: () => out,
+    stderr: () => err,
     crash: async () => {
       proc.kill('SIGKILL')
       await exited
