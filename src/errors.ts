@@ -230,6 +230,9 @@ export function isAppError(err: unknown): err is AppError {
   return err instanceof Error && (err as { name?: string }).name === 'AppError' && typeof (err as AppError).code === 'string'
 }
 
+/** the store cannot be read or written now (its database unreachable or failing): a 503, not a fault */
+export const isStoreUnavailable = (err: unknown): boolean => isAppError(err) && err.code === 'STORE_UNAVAILABLE'
+
 /** an AppError the HTTP API answers with as it is (its code has a status) */
 export function isHttpError(err: unknown): err is AppError & { code: HttpErrorCode; status: number } {
   return isAppError(err) && err.status !== undefined

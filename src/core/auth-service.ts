@@ -14,7 +14,7 @@ import type { MeAnswer, MeView } from './me-view.js'
 import type { Device, DeviceCookies } from './device-cookies.js'
 import { canonicalEmail, mayBeStoredEmail, registrableEmail } from './email.js'
 import { credentials } from './credentials.js'
-import { AppError, isAppError } from '../errors.js'
+import { AppError, isAppError, isStoreUnavailable } from '../errors.js'
 import type { MfaTicket, MfaTokens } from './mfa-tokens.js'
 import type { PasswordHasher } from './passwords.js'
 import type { PasswordPolicy } from './password-policy.js'
@@ -306,7 +306,7 @@ export function createAuthService(deps: AuthServiceDeps): AuthService {
     // 503 would lose the new token, and a retry with a rotated cookie after the grace would end
     // the session as reused. Keys older than that may include one revoked since: 503.
     await keys.catch((err: unknown) => {
-      if (!isAppError(err) || err.code !== 'STORE_UNAVAILABLE') throw err
+      if (!isStoreUnavailable(err)) throw err
       const age = deps.now() - deps.keyring.confirmedAt
       if (!(age <= KEYS_FRESH_MS)) throw err
       log.warn({ event: 'keys_unread', keysAgeMs: Math.round(age) }, 'signed with the keys held: the store could not be read for them')

@@ -18,7 +18,7 @@
  * meRead reads (lmdb-store.ts, projectedOnChange) and drops them when their bytes change. No
  * caller outside this module passes a version to any of them.
  */
-import { isAppError } from '../errors.js'
+import { isStoreUnavailable } from '../errors.js'
 import type { MeRecord, Store } from '../store/store.js'
 import type { AccessClaims, AccessTokens } from './access-tokens.js'
 import type { MeUser } from './caller.js'
@@ -204,7 +204,7 @@ export function createMeView(deps: {
       // may wait (docs/api.md: 5 s). The turn they make shares the failure when its first lookup
       // has waited a second or more (all its lookups then answer 503); a younger turn reads again.
       const waiting = next as Turn | undefined // set meanwhile, by join()
-      if (failed !== undefined && isAppError(failed.err) && failed.err.code === 'STORE_UNAVAILABLE' && waiting !== undefined && performance.now() - waiting.since >= SHARE_FAILURE_AFTER_MS) {
+      if (failed !== undefined && isStoreUnavailable(failed.err) && waiting !== undefined && performance.now() - waiting.since >= SHARE_FAILURE_AFTER_MS) {
         next = undefined
         waiting.reject(failed.err)
       }

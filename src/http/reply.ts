@@ -6,7 +6,7 @@
  * from its registry entry (src/errors.ts).
  */
 import { STATUS_CODES } from 'node:http'
-import { httpErrors, isAppError, isHttpError, type ErrorEntry, type HttpErrorCode } from '../errors.js'
+import { httpErrors, isAppError, isHttpError, isStoreUnavailable, type ErrorEntry, type HttpErrorCode } from '../errors.js'
 import type { RefusalLog } from '../core/refusal-log.js'
 import type { RefreshCookie } from './cookies.js'
 import type { Exchange } from './exchange.js'
@@ -182,7 +182,7 @@ export function createReply(deps: ReplyDeps): Reply {
       if (x.res.headersSent) return
       // the store's database cannot be reached: try again in a second (never a 500); its detail
       // is for logs and authctl, the client gets the registry's sentence
-      if (isAppError(err) && err.code === 'STORE_UNAVAILABLE') return fail(x, 'STORE_UNAVAILABLE', 1)
+      if (isStoreUnavailable(err)) return fail(x, 'STORE_UNAVAILABLE', 1)
       // a write the store's disk refused (LMDB: a full disk, an I/O error; none of it was
       // written): like a failing database, try again in a second. The cause is for the log
       if (isAppError(err) && err.code === 'STORE_WRITE_FAILED') {

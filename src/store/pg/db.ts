@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 import pgpass from 'pgpass'
-import { AppError, isAppError } from '../../errors.js'
+import { AppError, isStoreUnavailable } from '../../errors.js'
 
 export interface DbOptions {
   url: string
@@ -68,10 +68,8 @@ export function sqlState(err: unknown): string | undefined {
 /** the database cannot be reached: `detail` is for logs and authctl; a client gets 503 `Service unavailable` */
 const unavailableError = (detail: string): AppError => new AppError('STORE_UNAVAILABLE', { message: detail })
 
-const storeUnavailable = (err: unknown): boolean => isAppError(err) && err.code === 'STORE_UNAVAILABLE'
-
 export function isUnavailable(err: unknown): boolean {
-  if (storeUnavailable(err)) return true
+  if (isStoreUnavailable(err)) return true
   const code = sqlState(err)
   if (code !== undefined) {
     if (SOCKET_CODES.has(code) || UNAVAILABLE_CODES.has(code)) return true
@@ -82,7 +80,7 @@ export function isUnavailable(err: unknown): boolean {
 
 /** the error a caller sees: STORE_UNAVAILABLE for an unreachable or failing database, else `err` */
 export function storeError(err: unknown): unknown {
-  if (storeUnavailable(err) || !isUnavailable(err)) return err
+  if (isStoreUnavailable(err) || !isUnavailable(err)) return err
   const e = unavailableError(`the database is unavailable: ${(err as Error).message}`)
   ;(e as Error & { cause?: unknown }).cause = err
   return e
